@@ -1,0 +1,66 @@
+"""Shared fixtures: a real Postgres database per test run, and the SQLite/Postgres backend matrix.
+
+Postgres tests use the server named by FEDERATION_TEST_PG_URL (default: the local trust-auth server).
+A fresh database is created for the run and dropped afterwards. When FEDERATION_TEST_REQUIRE_PG=1 (CI),
+an unreachable server is a failure, not a skip.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+PG_ADMIN_URL = os.environ.get("FEDERATION_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+REQUIRE_PG = os.environ.get("FEDERATION_TEST_REQUIRE_PG") == "1"
+
+
+def _admin_conninfo() -> str:
+    return PG_ADMIN_URL.replace("postgresql+psycopg://", "postgresql://", 1)
+
+
+@pytest.fixture(scope="session")
+def postgres_server_url() -> Iterator[str]:
+    """A database created for this test run on the Postgres server; yields its SQLAlchemy URL."""
+    import psycopg
+
+    name = f"federation_test_{uuid.uuid4().hex[:10]}"
+    try:
+        with psycopg.connect(_admin_conninfo(), autocommit=True, connect_timeout=5) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+    except psycopg.OperationalError as exc:
+        if REQUIRE_PG:
+            pytest.fail(f"Postgres is required (FEDERATION_TEST_REQUIRE_PG=1) but unreachable: {exc}")
+        pytest.skip(f"Postgres unreachable: {exc}")
+    base, _, _ = PG_ADMIN_URL.rpartition("/")
+    try:
+        yield f"{base}/{name}"
+    finally:
+        with psycopg.connect(_admin_conninfo(), autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """An empty database on each backend; tests that take it run once per backend.
+
+    Postgres gets a fresh schema-less database per test by dropping every table of the run's database
+    (cheaper than CREATE DATABASE per test).
+    """
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'federation.db'}"
+    url: str = request.getfixturevalue("postgres_server_url")
+    _reset_postgres(url)
+    return url
+
+
+def _reset_postgres(url: str) -> None:
+    import psycopg
+
+    conninfo = url.replace("postgresql+psycopg://", "postgresql://", 1)
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.execute("DROP SCHEMA public CASCADE")
+        conn.execute("CREATE SCHEMA public")
