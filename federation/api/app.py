@@ -1,0 +1,210 @@
+"""The HTTP surface: FastAPI app factory.
+
+Routes: `/healthz`, `/readyz` (database reachable), `/version`, `/metrics`, `/openapi.json` without auth;
+everything under `/api` and `/apis` with a Bearer token. Object paths are parsed by `paths` and served
+generically by `objects`, so every kind (Karmada, Kosmos, any resource template) behaves the same.
+
+The app does not import controllers: the process that runs both hands in `notify`, called with the kind
+after every committed write so the right controller wakes early.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from sqlalchemy.engine import Engine
+from starlette.concurrency import run_in_threadpool
+
+import federation
+from federation.api import discovery, objects
+from federation.api.auth import Principal, authorize
+from federation.api.metrics import RequestMetrics
+from federation.api.paths import DiscoveryPath, ObjectPath, PathError, parse
+from federation.api.status import StatusError, bad_request, method_not_allowed, not_found, unauthorized
+from federation.settings import Settings
+from federation.store.crypto import SecretBox
+from federation.store.db import UnitOfWork, ping
+from federation.store.tokens import TokenRepository
+
+log = logging.getLogger(__name__)
+
+Notify = Callable[[str], None]
+
+
+@dataclass(slots=True)
+class ApiContext:
+    """What the routes need, handed in by whoever runs the server."""
+
+    settings: Settings
+    engine: Engine
+    uow: UnitOfWork
+    secret_box: SecretBox
+    notify: Notify = field(default=lambda kind: None)
+    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+
+
+def create_app(ctx: ApiContext) -> FastAPI:
+    app = FastAPI(title="federation", version=federation.__version__)
+    app.state.ctx = ctx
+    metrics = RequestMetrics(ctx.registry)
+    app.middleware("http")(metrics.middleware)
+    app.add_exception_handler(StatusError, _status_error_handler)  # type: ignore[arg-type]
+    _health_routes(app, ctx)
+    _resource_routes(app, ctx)
+    return app
+
+
+async def _status_error_handler(_request: Request, exc: StatusError) -> JSONResponse:
+    return exc.response()
+
+
+def _health_routes(app: FastAPI, ctx: ApiContext) -> None:
+    @app.get("/healthz", include_in_schema=False)
+    def healthz() -> Response:
+        return Response("ok", media_type="text/plain")
+
+    @app.get("/readyz", include_in_schema=False)
+    def readyz() -> Response:
+        if ping(ctx.engine):
+            return Response("ok", media_type="text/plain")
+        return Response("database unreachable", status_code=503, media_type="text/plain")
+
+    @app.get("/version")
+    def version() -> dict[str, str]:
+        return {"gitVersion": f"v{federation.__version__}", "platform": "federation"}
+
+    @app.get("/metrics", include_in_schema=False)
+    def metrics() -> Response:
+        return Response(generate_latest(ctx.registry), media_type=CONTENT_TYPE_LATEST)
+
+
+def authenticate(ctx: ApiContext, request: Request) -> Principal:
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise unauthorized("a Bearer token is required (Authorization: Bearer <token>)")
+    with ctx.uow() as session:
+        found = TokenRepository(session).authenticate(token.strip())
+    if found is None:
+        raise unauthorized("the token is not valid")
+    return Principal(name=found.name, role=found.role, cluster=found.cluster_name)
+
+
+def _resource_routes(app: FastAPI, ctx: ApiContext) -> None:
+    methods = ["GET", "POST", "PUT", "DELETE"]
+
+    @app.api_route("/api", methods=methods, include_in_schema=False)
+    @app.api_route("/api/{rest:path}", methods=methods, summary="Core (v1) objects and discovery")
+    async def core(request: Request, rest: str = "") -> Any:
+        return await _serve(ctx, request, "api", rest)
+
+    @app.api_route("/apis", methods=methods, include_in_schema=False)
+    @app.api_route("/apis/{rest:path}", methods=methods, summary="Grouped objects and discovery")
+    async def grouped(request: Request, rest: str = "") -> Any:
+        return await _serve(ctx, request, "apis", rest)
+
+
+async def _serve(ctx: ApiContext, request: Request, prefix: str, rest: str) -> Any:
+    principal = authenticate(ctx, request)
+    try:
+        target = parse(prefix, rest)
+    except PathError as exc:
+        raise StatusError(404, "NotFound", str(exc)) from exc
+    if isinstance(target, DiscoveryPath):
+        authorize(principal, request.method, None)
+        return _discovery(target, request.method)
+    authorize(principal, request.method, target)
+    body = await _json_body(request) if request.method in ("POST", "PUT") else None
+    return await run_in_threadpool(_dispatch, ctx, request, target, body)
+
+
+def _discovery(target: DiscoveryPath, method: str) -> Any:
+    if method != "GET":
+        raise method_not_allowed("discovery documents are read-only")
+    if target.group is None:
+        return discovery.api_versions() if target.core else discovery.api_group_list()
+    document = (
+        discovery.api_group(target.group)
+        if target.version is None
+        else discovery.api_resource_list(target.group, target.version)
+    )
+    if document is None:
+        raise not_found("group", target.group)
+    return document
+
+
+async def _json_body(request: Request) -> Any:
+    raw = await request.body()
+    if not raw:
+        raise bad_request("the request body is empty")
+    try:
+        return json.loads(raw)
+    except ValueError as exc:
+        raise bad_request(f"the request body is not valid JSON: {exc}") from exc
+
+
+def _dispatch(ctx: ApiContext, request: Request, target: ObjectPath, body: Any) -> Any:
+    method = request.method
+    with ctx.uow() as session:
+        info = objects.resolve_kind(session, target, body if isinstance(body, dict) else None)
+        if target.namespace is not None and not info.namespaced:
+            raise not_found(info.resource, target.name or "")
+        req = objects.Request(target, info, body)
+        result, status_code, wrote = _call(session, req, method, request)
+    if wrote:
+        ctx.notify(info.kind)
+    return JSONResponse(result, status_code=status_code)
+
+
+def _call(session: Any, req: objects.Request, method: str, request: Request) -> tuple[Any, int, bool]:
+    path = req.path
+    if path.subresource == "status":
+        if method == "GET":
+            return objects.get_object(session, req), 200, False
+        if method == "PUT":
+            return objects.replace_status(session, req), 200, True
+        raise method_not_allowed(f"{method} is not supported on the status subresource")
+    if path.name is None:
+        if method == "GET":
+            params = request.query_params
+            limit = _limit(params.get("limit"), ctx_page_max(request))
+            listing = objects.list_objects(
+                session, req, params.get("labelSelector"), limit, params.get("continue")
+            )
+            return listing, 200, False
+        if method == "POST":
+            return objects.create_object(session, req), 201, True
+        raise method_not_allowed(f"{method} needs an object name in the path")
+    if method == "GET":
+        return objects.get_object(session, req), 200, False
+    if method == "PUT":
+        result, created = objects.replace_object(session, req)
+        return result, 201 if created else 200, True
+    if method == "DELETE":
+        return objects.delete_object(session, req), 200, True
+    raise method_not_allowed(f"{method} is not supported on a named object; use PUT or DELETE")
+
+
+def ctx_page_max(request: Request) -> int:
+    ctx: ApiContext = request.app.state.ctx
+    return ctx.settings.api.page_size_max
+
+
+def _limit(text: str | None, maximum: int) -> int:
+    """A page size: absent or 0 means the largest allowed page (lists are always paged)."""
+    if text is None or text == "":
+        return maximum
+    try:
+        value = int(text)
+    except ValueError as exc:
+        raise bad_request(f"limit must be an integer, got {text!r}") from exc
+    if value < 0:
+        raise bad_request("limit must not be negative")
+    return min(value, maximum) if value else maximum

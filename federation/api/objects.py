@@ -1,0 +1,192 @@
+"""Generic create/get/list/replace/delete for every kind, Kubernetes REST conventions.
+
+Invariants:
+- Validation runs before any write; an invalid object is a 422 Invalid listing every bad field and
+  nothing is stored.
+- Users never write `status` through the main resource: it is dropped on create and preserved on
+  replace. `PUT .../{name}/status` writes status only (admins and cluster agents).
+- Every write is one unit of work; a controller is notified only after the commit.
+- Secrets a kind carries (member credentials) never appear in an answer.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from federation.api.paths import ObjectPath
+from federation.api.status import StatusError, bad_request, conflict, invalid, not_found, success
+from federation.model import kinds, labels
+from federation.model.kinds import KindInfo
+from federation.model.validation import validate_object
+from federation.store.errors import AlreadyExists, Conflict, NotFound
+from federation.store.repository import ObjectRepository
+from federation.store.templates import template_kinds
+
+Body = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One call on an object path: what it addresses, the kind it resolved to, and the body."""
+
+    path: ObjectPath
+    info: KindInfo
+    body: Body | None = None
+
+
+def resolve_kind(session: Any, path: ObjectPath, body: Body | None) -> KindInfo:
+    """Registered kinds by path; otherwise a resource template of whatever kind the body or store says."""
+    known = kinds.by_path(path.group, path.version, path.plural)
+    if known is not None:
+        return known
+    if body is not None and body.get("kind"):
+        namespaced = path.namespace is not None
+        return kinds.template_kind(path.api_version, str(body["kind"]), path.plural, namespaced)
+    for kind in template_kinds(session, path.api_version):
+        candidate = kinds.template_kind(path.api_version, kind, None, path.namespace is not None)
+        if candidate.plural == path.plural:
+            return kinds.template_kind(path.api_version, kind, path.plural, candidate.namespaced)
+    raise StatusError(404, "NotFound", f'the server could not find the requested resource "{path.plural}"')
+
+
+def repository(session: Any, info: KindInfo) -> ObjectRepository:
+    return ObjectRepository(session, info.kind, info.api_version)
+
+
+def get_object(session: Any, req: Request) -> Body:
+    found = repository(session, req.info).get(req.path.namespace, req.path.name or "")
+    if found is None:
+        raise not_found(req.info.resource, req.path.name or "")
+    return found
+
+
+def list_objects(
+    session: Any, req: Request, selector: str | None, limit: int | None, token: str | None
+) -> Body:
+    match = _selector(selector)
+    try:
+        items, next_token = repository(session, req.info).list(
+            req.path.namespace, selector=match, limit=limit, continue_token=token
+        )
+    except ValueError as exc:
+        raise bad_request(f"invalid continue token: {exc}") from exc
+    metadata: Body = {"resourceVersion": ""}
+    if next_token:
+        metadata["continue"] = next_token
+    return {
+        "apiVersion": req.info.api_version,
+        "kind": f"{req.info.kind}List",
+        "metadata": metadata,
+        "items": items,
+    }
+
+
+def _selector(text: str | None) -> Callable[[dict[str, str]], bool] | None:
+    if not text:
+        return None
+    try:
+        parsed = labels.parse_selector(text)
+    except ValueError as exc:
+        raise bad_request(f"unable to parse requirement: {exc}") from exc
+    return parsed.matches
+
+
+def checked_body(req: Request, *, for_name: str | None) -> Body:
+    """The request body after the structural checks every write shares, then validation."""
+    body = req.body
+    if not isinstance(body, dict):
+        raise bad_request("the request body must be a JSON object")
+    body = copy.deepcopy(body)
+    _check_identity(req, body, for_name)
+    errors = validate_object(body, req.info)
+    if errors:
+        causes = [{"field": e.field, "message": e.message, "reason": e.reason} for e in errors]
+        raise invalid(req.info.kind, str((body.get("metadata") or {}).get("name", "")), causes)
+    return body
+
+
+def _check_identity(req: Request, body: Body, for_name: str | None) -> None:
+    if body.get("apiVersion") != req.info.api_version or body.get("kind") != req.info.kind:
+        raise bad_request(
+            f"the body is {body.get('apiVersion')}/{body.get('kind')} but the path serves "
+            f"{req.info.api_version}/{req.info.kind}"
+        )
+    meta = body.setdefault("metadata", {})
+    if not isinstance(meta, dict):
+        raise bad_request("metadata must be an object")
+    if req.path.namespace is not None:
+        if meta.get("namespace") not in (None, "", req.path.namespace):
+            raise bad_request(
+                f"the namespace of the object ({meta['namespace']}) does not match the namespace on the "
+                f"request ({req.path.namespace})"
+            )
+        meta["namespace"] = req.path.namespace
+    elif req.info.namespaced:
+        raise bad_request(f"{req.info.plural} are namespaced: use .../namespaces/NAMESPACE/{req.info.plural}")
+    if for_name is not None and meta.get("name") not in (None, for_name):
+        raise bad_request(f"the name of the object ({meta.get('name')}) does not match the name on the URL")
+    if for_name is not None:
+        meta["name"] = for_name
+
+
+def create_object(session: Any, req: Request) -> Body:
+    body = checked_body(req, for_name=None)
+    body.pop("status", None)
+    meta = body["metadata"]
+    meta.pop("resourceVersion", None)
+    try:
+        return repository(session, req.info).create(body)
+    except AlreadyExists as exc:
+        raise StatusError(
+            409,
+            "AlreadyExists",
+            f'{req.info.resource} "{meta.get("name")}" already exists',
+            req.info.resource,
+            meta.get("name"),
+        ) from exc
+
+
+def replace_object(session: Any, req: Request) -> tuple[Body, bool]:
+    """Create-or-replace; returns the object and whether it was created."""
+    name = req.path.name or ""
+    body = checked_body(req, for_name=name)
+    body.pop("status", None)
+    repo = repository(session, req.info)
+    if repo.get(req.path.namespace, name) is None:
+        body["metadata"].pop("resourceVersion", None)
+        return repo.create(body), True
+    try:
+        return repo.replace(body), False
+    except Conflict as exc:
+        raise _conflict(req, name) from exc
+
+
+def replace_status(session: Any, req: Request) -> Body:
+    name = req.path.name or ""
+    if not isinstance(req.body, dict) or not isinstance(req.body.get("status", {}), dict):
+        raise bad_request("the request body must be an object with a status object")
+    expected = (req.body.get("metadata") or {}).get("resourceVersion")
+    try:
+        return repository(session, req.info).update_status(
+            req.path.namespace, name, req.body.get("status") or {}, expected_rv=expected
+        )
+    except NotFound as exc:
+        raise not_found(req.info.resource, name) from exc
+    except Conflict as exc:
+        raise _conflict(req, name) from exc
+
+
+def delete_object(session: Any, req: Request) -> Body:
+    name = req.path.name or ""
+    try:
+        repository(session, req.info).delete(req.path.namespace, name)
+    except NotFound as exc:
+        raise not_found(req.info.resource, name) from exc
+    return success(req.info.plural, name)
+
+
+def _conflict(req: Request, name: str) -> StatusError:
+    return conflict(req.info.resource, name)

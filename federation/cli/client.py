@@ -1,0 +1,161 @@
+"""The CLI's HTTP client: finds the server and token, speaks the Kubernetes-shaped API, turns Status
+error bodies into `ApiError`.
+
+Where the server and token come from, first match wins: `--server`/`--token` flags, the environment
+(`FEDERATION_SERVER`, `FEDERATION_TOKEN`), the client config file that `serve`/`up` write
+(`~/.config/federation/client.yaml`, or `FEDERATION_CLIENT_CONFIG`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+from federation.model.kinds import KindInfo
+from federation.settings import default_client_config_path
+
+
+class ClientConfigError(Exception):
+    """The CLI does not know which server to talk to."""
+
+
+class ApiError(Exception):
+    """A non-2xx answer, carrying the Kubernetes Status body's fields."""
+
+    def __init__(self, code: int, reason: str, message: str, causes: tuple[dict[str, Any], ...] = ()) -> None:
+        super().__init__(message)
+        self.code, self.reason, self.message, self.causes = code, reason, message, causes
+
+    def __str__(self) -> str:
+        return f"Error from server ({self.reason}): {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class ClientConfig:
+    server: str
+    token: str | None
+
+
+def write_client_config(path: Path, server: str, token: str) -> None:
+    """Write the server URL and token, readable by the owner only (0600), atomically."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        yaml.safe_dump({"server": server, "token": token}, handle)
+    os.replace(tmp, path)
+
+
+def read_client_config(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    loaded = yaml.safe_load(path.read_text()) or {}
+    return loaded if isinstance(loaded, dict) else {}
+
+
+def resolve_client_config(server: str | None, token: str | None) -> ClientConfig:
+    stored = read_client_config(default_client_config_path())
+    server = server or os.environ.get("FEDERATION_SERVER") or stored.get("server")
+    token = token or os.environ.get("FEDERATION_TOKEN") or stored.get("token")
+    if not server:
+        raise ClientConfigError(
+            "no server configured: pass --server URL, set FEDERATION_SERVER, or start one with "
+            "`federation up` / `federation serve` (they write the client config)"
+        )
+    return ClientConfig(server=server.rstrip("/"), token=token)
+
+
+def object_path(info: KindInfo, namespace: str | None, name: str | None = None) -> str:
+    path = info.path_prefix
+    if info.namespaced and namespace:
+        path += f"/namespaces/{namespace}"
+    path += f"/{info.plural}"
+    return f"{path}/{name}" if name else path
+
+
+class FederationClient:
+    """Thin synchronous client; one instance per CLI invocation."""
+
+    def __init__(self, config: ClientConfig, *, timeout: float = 30.0, transport: Any = None) -> None:
+        headers = {"Accept": "application/json"}
+        if config.token:
+            headers["Authorization"] = f"Bearer {config.token}"
+        self._http = httpx.Client(
+            base_url=config.server, headers=headers, timeout=timeout, transport=transport
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def request(
+        self, method: str, path: str, *, body: Any = None, params: dict[str, Any] | None = None
+    ) -> Any:
+        try:
+            response = self._http.request(method, path, json=body, params=params)
+        except httpx.HTTPError as exc:
+            raise ApiError(0, "ServiceUnavailable", f"cannot reach {self._http.base_url}: {exc}") from exc
+        if response.is_success:
+            return response.json() if response.content else None
+        raise _api_error(response)
+
+    def get(self, info: KindInfo, namespace: str | None, name: str) -> dict[str, Any] | None:
+        try:
+            result: dict[str, Any] = self.request("GET", object_path(info, namespace, name))
+        except ApiError as exc:
+            if exc.code == 404:
+                return None
+            raise
+        return result
+
+    def list(
+        self, info: KindInfo, namespace: str | None, selector: str | None = None, page_size: int = 500
+    ) -> Iterator[dict[str, Any]]:
+        """Every object, following `continue` tokens page by page."""
+        params: dict[str, Any] = {"limit": page_size}
+        if selector:
+            params["labelSelector"] = selector
+        while True:
+            page = self.request("GET", object_path(info, namespace), params=params)
+            yield from page.get("items", [])
+            token = (page.get("metadata") or {}).get("continue")
+            if not token:
+                return
+            params["continue"] = token
+
+    def create(self, info: KindInfo, obj: dict[str, Any]) -> dict[str, Any]:
+        namespace = obj.get("metadata", {}).get("namespace")
+        result: dict[str, Any] = self.request("POST", object_path(info, namespace), body=obj)
+        return result
+
+    def replace(self, info: KindInfo, obj: dict[str, Any]) -> dict[str, Any]:
+        meta = obj.get("metadata", {})
+        result: dict[str, Any] = self.request(
+            "PUT", object_path(info, meta.get("namespace"), meta["name"]), body=obj
+        )
+        return result
+
+    def delete(self, info: KindInfo, namespace: str | None, name: str) -> None:
+        self.request("DELETE", object_path(info, namespace, name))
+
+
+def _api_error(response: httpx.Response) -> ApiError:
+    try:
+        body = response.json()
+    except ValueError:
+        body = {}
+    if not isinstance(body, dict):
+        body = {}
+    details = body.get("details") or {}
+    message = body.get("message") or response.text.strip() or response.reason_phrase
+    return ApiError(
+        code=response.status_code,
+        reason=body.get("reason") or response.reason_phrase or "Unknown",
+        message=message,
+        causes=tuple(details.get("causes") or ()),
+    )

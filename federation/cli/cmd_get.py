@@ -1,0 +1,81 @@
+"""`federation get` and `federation describe`."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+import yaml
+
+from federation.cli.client import FederationClient, object_path
+from federation.cli.context import CliContext, pass_cli
+from federation.cli.describe import describe_text
+from federation.cli.printers import render_rows, table
+from federation.model.kinds import KindInfo
+
+OUTPUTS = click.Choice(["wide", "yaml", "json", "name"])
+
+
+@click.command("get")
+@click.argument("kind")
+@click.argument("names", nargs=-1)
+@click.option("-n", "--namespace", default=None)
+@click.option("-A", "--all-namespaces", is_flag=True)
+@click.option("-l", "--selector", default=None, help="Label selector, e.g. app=nginx,tier!=db")
+@click.option("-o", "--output", type=OUTPUTS, default=None)
+@pass_cli
+def get_command(
+    cli: CliContext,
+    kind: str,
+    names: tuple[str, ...],
+    namespace: str | None,
+    all_namespaces: bool,
+    selector: str | None,
+    output: str | None,
+) -> None:
+    """Show objects of KIND (plural, singular or short name: rb, pp, cpp, wr, deploy...)."""
+    info = cli.kind(kind)
+    ns = None if (all_namespaces or not info.namespaced) else (namespace or "default")
+    with cli.client() as client:
+        if names:
+            items = [_must_get(client, info, ns, name) for name in names]
+        else:
+            items = list(client.list(info, ns, selector))
+    click.echo(format_items(info, items, output, single=len(names) == 1, all_namespaces=all_namespaces))
+
+
+def _must_get(client: FederationClient, info: KindInfo, ns: str | None, name: str) -> dict[str, Any]:
+    """GET that lets a 404 surface as the server's NotFound line."""
+    return dict(client.request("GET", object_path(info, ns, name)))
+
+
+def format_items(
+    info: KindInfo, items: list[dict[str, Any]], output: str | None, *, single: bool, all_namespaces: bool
+) -> str:
+    if output in ("yaml", "json"):
+        doc: Any = items[0] if single else {"apiVersion": "v1", "kind": "List", "items": items}
+        return (
+            json.dumps(doc, indent=2) if output == "json" else yaml.safe_dump(doc, sort_keys=False).rstrip()
+        )
+    if output == "name":
+        prefix = f"{info.singular}.{info.group}" if info.group else info.singular
+        return "\n".join(f"{prefix}/{item['metadata']['name']}" for item in items)
+    if not items:
+        return "No resources found."
+    rows = table(info.kind, items, wide=output == "wide", with_namespace=all_namespaces and info.namespaced)
+    return render_rows(rows)
+
+
+@click.command("describe")
+@click.argument("kind")
+@click.argument("name")
+@click.option("-n", "--namespace", default=None)
+@pass_cli
+def describe_command(cli: CliContext, kind: str, name: str, namespace: str | None) -> None:
+    """Show one object in detail; for bindings, the scheduling explanation."""
+    info = cli.kind(kind)
+    ns = (namespace or "default") if info.namespaced else None
+    with cli.client() as client:
+        obj = _must_get(client, info, ns, name)
+    click.echo(describe_text(obj))

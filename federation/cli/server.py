@@ -1,0 +1,144 @@
+"""The composition root: builds the database, secret box, API app (and later the controllers) of one
+`serve`/`up` process, and runs them until stopped.
+
+First start on an empty database: the schema is migrated, an admin token is created, and the client
+config (server URL + that token, mode 0600) is written so the CLI works without flags. Later starts
+keep the existing token: it was shown once and is not stored in plaintext.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import uvicorn
+from fastapi import FastAPI
+
+from federation.api.app import ApiContext, create_app
+from federation.cli.client import read_client_config, write_client_config
+from federation.settings import Settings, default_client_config_path
+from federation.store import migrate
+from federation.store.crypto import SecretBox, load_or_create_key
+from federation.store.db import UnitOfWork, make_engine
+from federation.store.tokens import TokenRepository
+
+log = logging.getLogger(__name__)
+
+
+def secret_box(settings: Settings) -> SecretBox:
+    if settings.secrets.encryption_key:
+        return SecretBox(settings.secrets.encryption_key)
+    return SecretBox(load_or_create_key(settings.resolved_key_file()))
+
+
+def bootstrap_admin_token(uow: UnitOfWork) -> str | None:
+    """Create the first admin token when no token exists; its plaintext, or None when one existed."""
+    with uow() as session:
+        tokens = TokenRepository(session)
+        if tokens.any():
+            return None
+        _, plaintext = tokens.create("admin", "admin")
+        return plaintext
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """Bind before starting uvicorn so port 0 resolves to a real port we can print and write down."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+@dataclass
+class ServerProcess:
+    """One running control-plane process: the API server (and whatever `on_start` adds)."""
+
+    settings: Settings
+    client_config_path: Path = field(default_factory=default_client_config_path)
+    url: str = ""
+    admin_token: str | None = None
+    _server: uvicorn.Server | None = None
+    _thread: threading.Thread | None = None
+    _sock: socket.socket | None = None
+    stop_hooks: list[Callable[[], None]] = field(default_factory=list)
+
+    def prepare(self) -> ApiContext:
+        """Migrate, load the key, bootstrap the admin token; the API context the app is built from."""
+        url = self.settings.resolved_database_url()
+        if url.startswith("sqlite"):
+            self.settings.data_dir.mkdir(parents=True, exist_ok=True)
+        migrate.upgrade(url)
+        engine = make_engine(url)
+        uow = UnitOfWork.for_engine(engine)
+        self.admin_token = bootstrap_admin_token(uow)
+        return ApiContext(
+            settings=self.settings, engine=engine, uow=uow, secret_box=secret_box(self.settings)
+        )
+
+    def bind(self, app: FastAPI) -> None:
+        api = self.settings.api
+        self._sock = bind_socket(api.host, api.port)
+        host, port = self._sock.getsockname()[:2]
+        shown = f"[{host}]" if ":" in host else host
+        self.url = api.advertise_url or f"http://{shown}:{port}"
+        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
+        self._server = uvicorn.Server(config)
+        if self.admin_token:
+            write_client_config(self.client_config_path, self.url, self.admin_token)
+        else:
+            self._point_client_config_at_url()
+
+    def _point_client_config_at_url(self) -> None:
+        """Keep the stored token, but follow the server if it moved to another port."""
+        stored = read_client_config(self.client_config_path)
+        if stored.get("token") and stored.get("server") != self.url:
+            write_client_config(self.client_config_path, self.url, stored["token"])
+
+    def run(self) -> None:
+        """Serve in this thread until the server is told to exit (Ctrl-C)."""
+        assert self._server is not None and self._sock is not None
+        try:
+            self._server.run(sockets=[self._sock])
+        finally:
+            self._run_stop_hooks()
+
+    def start_in_thread(self) -> None:
+        assert self._server is not None and self._sock is not None
+        server, sock = self._server, self._sock
+        self._thread = threading.Thread(target=lambda: server.run(sockets=[sock]), daemon=True)
+        self._thread.start()
+        _wait_started(server)
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self._run_stop_hooks()
+
+    def _run_stop_hooks(self) -> None:
+        while self.stop_hooks:
+            self.stop_hooks.pop()()
+
+
+def _wait_started(server: uvicorn.Server, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not server.started:
+        if time.monotonic() > deadline or server.should_exit:
+            raise RuntimeError("the API server did not start in time")
+        time.sleep(0.01)
+
+
+def build(settings: Settings, client_config_path: Path | None = None) -> ServerProcess:
+    process = ServerProcess(settings, client_config_path or default_client_config_path())
+    ctx = process.prepare()
+    process.bind(create_app(ctx))
+    return process

@@ -1,0 +1,193 @@
+"""Settings: every knob of the service, with Karmada's default where one exists.
+
+Precedence, highest first: environment variables `FEDERATION_*` (nested sections joined with `__`, e.g.
+`FEDERATION_CONTROLLERS__STATUS_INTERVAL_SECONDS=5`), then the YAML file given by `--config` (or
+`FEDERATION_CONFIG`), then the defaults below. `config/federation.yaml` documents the same defaults and
+must stay in step with this module (a test compares them).
+
+This module does no I/O beyond reading the YAML file; paths are resolved, not created.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+
+def default_data_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "federation"
+
+
+def default_client_config_path() -> Path:
+    """Where `serve`/`up` write, and the CLI reads, the server URL and token."""
+    explicit = os.environ.get("FEDERATION_CLIENT_CONFIG")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "federation" / "client.yaml"
+
+
+class Section(BaseModel):
+    """A settings section: unknown keys are refused by name (a typo must not silently do nothing)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class ApiSettings(Section):
+    host: str = "127.0.0.1"
+    port: int = Field(7080, ge=0, le=65535)
+    # The URL clients should use when it differs from host:port (behind a proxy, in a container).
+    advertise_url: str | None = None
+    page_size_max: int = Field(500, ge=1)
+
+
+class SecretSettings(Section):
+    # A Fernet key (urlsafe base64, 32 bytes). When empty, a key file under the data directory is used,
+    # created with mode 0600 on first start.
+    encryption_key: str | None = None
+    key_file: Path | None = None
+
+
+class ControllerSettings(Section):
+    """Timing of the reconcilers. Defaults follow Karmada's flags (karmada-semantics.md §11)."""
+
+    status_interval_seconds: float = Field(10.0, gt=0)  # --cluster-status-update-frequency
+    failure_threshold_seconds: float = Field(30.0, ge=0)  # --cluster-failure-threshold
+    success_threshold_seconds: float = Field(30.0, ge=0)  # --cluster-success-threshold
+    lease_duration_seconds: float = Field(40.0, gt=0)  # --cluster-lease-duration
+    monitor_grace_period_seconds: float = Field(40.0, gt=0)  # --cluster-monitor-grace-period
+    graceful_eviction_timeout_seconds: float = Field(600.0, gt=0)  # --graceful-eviction-timeout
+    scheduler_interval_seconds: float = Field(1.0, gt=0)
+    execution_interval_seconds: float = Field(1.0, gt=0)
+    work_sync_interval_seconds: float = Field(2.0, gt=0)
+    detector_interval_seconds: float = Field(1.0, gt=0)
+    batch_size: int = Field(100, ge=1)
+    claim_lease_seconds: float = Field(60.0, gt=0)
+    leader_lease_seconds: float = Field(15.0, gt=0)
+    retry_backoff_initial_seconds: float = Field(1.0, gt=0)
+    retry_backoff_max_seconds: float = Field(300.0, gt=0)
+
+
+class MemberSettings(Section):
+    request_timeout_seconds: float = Field(10.0, gt=0)
+    probe_timeout_seconds: float = Field(5.0, gt=0)
+    max_concurrency: int = Field(8, ge=1)
+
+
+class HeadroomRule(Section):
+    """Keep this much of a resource free on a cluster: the larger of percent-of-allocatable and floor."""
+
+    percent: float = Field(0.0, ge=0, le=100)
+    floor: str = "0"
+
+
+class ExtenderSettings(Section):
+    """kube-scheduler's extender contract lifted from nodes to clusters (README: Scheduler extenders)."""
+
+    urlPrefix: str  # noqa: N815 - kube-scheduler's field names, so existing configs read unchanged
+    filterVerb: str = ""  # noqa: N815
+    prioritizeVerb: str = ""  # noqa: N815
+    replicasVerb: str = ""  # noqa: N815
+    weight: int = Field(1, ge=0)
+    httpTimeout: float = Field(5.0, gt=0)  # noqa: N815 - seconds
+    clusterCacheCapable: bool = False  # noqa: N815
+    ignorable: bool = False
+    managedResources: list[str] = Field(default_factory=list)  # noqa: N815
+
+
+class SchedulerSettings(Section):
+    # Score plugin weights; a weight of 0 turns a plugin off.
+    score_weights: dict[str, int] = Field(
+        default_factory=lambda: {
+            "ClusterLocality": 1,
+            "LeastAllocated": 0,
+            "MostFreeMemory": 0,
+            "BalancedAllocation": 0,
+        }
+    )
+    headroom: dict[str, HeadroomRule] = Field(default_factory=dict)
+    extenders: list[ExtenderSettings] = Field(default_factory=list)
+    # Karmada's --enable-empty-workload-propagation.
+    enable_empty_workload_propagation: bool = False
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="FEDERATION_", env_nested_delimiter="__", extra="forbid", validate_default=True
+    )
+
+    data_dir: Path = Field(default_factory=default_data_dir)
+    # Empty means the embedded SQLite file `<data_dir>/federation.db`.
+    database_url: str = ""
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    api: ApiSettings = Field(default_factory=ApiSettings)
+    secrets: SecretSettings = Field(default_factory=SecretSettings)
+    controllers: ControllerSettings = Field(default_factory=ControllerSettings)
+    members: MemberSettings = Field(default_factory=MemberSettings)
+    scheduler: SchedulerSettings = Field(default_factory=SchedulerSettings)
+
+    @field_validator("data_dir", mode="after")
+    @classmethod
+    def _expand_home(cls, value: Path) -> Path:
+        return value.expanduser()
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Environment beats the YAML file, which arrives as init kwargs (see load_settings).
+        return (env_settings, init_settings)
+
+    def resolved_database_url(self) -> str:
+        return self.database_url or f"sqlite:///{self.data_dir / 'federation.db'}"
+
+    def resolved_key_file(self) -> Path:
+        return self.secrets.key_file or self.data_dir / "secret.key"
+
+
+def load_settings(config_file: Path | str | None = None, **flags: Any) -> Settings:
+    """Read the YAML file (if any) under the environment, then apply command-line `flags` on top.
+
+    A flag is a top-level setting (`data_dir=...`) or a section given as a dict (`api={"port": 0}`);
+    None means "flag not given".
+    """
+    path = config_file or os.environ.get("FEDERATION_CONFIG")
+    settings = Settings(**(_read_yaml(Path(path)) if path else {}))
+    return _apply_flags(settings, {k: v for k, v in flags.items() if v is not None})
+
+
+def _apply_flags(settings: Settings, flags: dict[str, Any]) -> Settings:
+    update: dict[str, Any] = {}
+    for key, value in flags.items():
+        current = getattr(settings, key)
+        if isinstance(value, dict) and isinstance(current, BaseModel):
+            given = {k: v for k, v in value.items() if v is not None}
+            update[key] = type(current).model_validate({**current.model_dump(), **given})
+        else:
+            update[key] = TypeAdapter(Settings.model_fields[key].annotation).validate_python(value)
+    # model_copy, not a new Settings: constructing one would read the environment again over the flags.
+    updated = settings.model_copy(update=update)
+    return updated.model_copy(update={"data_dir": updated.data_dir.expanduser()})
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        loaded = yaml.safe_load(path.read_text()) or {}
+    except FileNotFoundError as exc:
+        raise ValueError(f"config file {path} does not exist") from exc
+    except yaml.YAMLError as exc:
+        raise ValueError(f"config file {path} is not valid YAML: {exc}") from exc
+    if not isinstance(loaded, dict):
+        raise ValueError(f"config file {path} must hold a mapping of settings")
+    return loaded
