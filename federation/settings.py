@@ -90,15 +90,15 @@ class HeadroomRule(Section):
 class ExtenderSettings(Section):
     """kube-scheduler's extender contract lifted from nodes to clusters (README: Scheduler extenders)."""
 
-    urlPrefix: str  # noqa: N815 - kube-scheduler's field names, so existing configs read unchanged
-    filterVerb: str = ""  # noqa: N815
-    prioritizeVerb: str = ""  # noqa: N815
-    replicasVerb: str = ""  # noqa: N815
+    urlPrefix: str  # kube-scheduler's field names, so existing configs read unchanged
+    filterVerb: str = ""
+    prioritizeVerb: str = ""
+    replicasVerb: str = ""
     weight: int = Field(1, ge=0)
-    httpTimeout: float = Field(5.0, gt=0)  # noqa: N815 - seconds
-    clusterCacheCapable: bool = False  # noqa: N815
+    httpTimeout: float = Field(5.0, gt=0)  # seconds
+    clusterCacheCapable: bool = False
     ignorable: bool = False
-    managedResources: list[str] = Field(default_factory=list)  # noqa: N815
+    managedResources: list[str] = Field(default_factory=list)
 
 
 class SchedulerSettings(Section):
@@ -175,7 +175,8 @@ def _apply_flags(settings: Settings, flags: dict[str, Any]) -> Settings:
             given = {k: v for k, v in value.items() if v is not None}
             update[key] = type(current).model_validate({**current.model_dump(), **given})
         else:
-            update[key] = TypeAdapter(Settings.model_fields[key].annotation).validate_python(value)
+            annotation: Any = Settings.model_fields[key].annotation
+            update[key] = TypeAdapter(annotation).validate_python(value)
     # model_copy, not a new Settings: constructing one would read the environment again over the flags.
     updated = settings.model_copy(update=update)
     return updated.model_copy(update={"data_dir": updated.data_dir.expanduser()})

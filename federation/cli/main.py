@@ -29,7 +29,7 @@ class FederationGroup(click.Group):
 def _one_line(exc: Exception) -> str:
     if isinstance(exc, ApiError):
         text = str(exc)
-        fields = [c.get("field") for c in exc.causes if c.get("field")]
+        fields = [str(c["field"]) for c in exc.causes if c.get("field")]
         if fields and not all(f in text for f in fields):
             text += f" (fields: {', '.join(fields)})"
         return text
