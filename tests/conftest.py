@@ -64,3 +64,52 @@ def _reset_postgres(url: str) -> None:
     with psycopg.connect(conninfo, autocommit=True) as conn:
         conn.execute("DROP SCHEMA public CASCADE")
         conn.execute("CREATE SCHEMA public")
+
+
+class RunningServer:
+    """A `federation serve` process running in a thread on 127.0.0.1, port 0."""
+
+    def __init__(self, process, client_config: Path) -> None:
+        self.process = process
+        self.url: str = process.url
+        self.admin_token: str = process.admin_token
+        self.client_config = client_config
+
+    def client(self, token: str | None = None):
+        import httpx
+
+        headers = {"Authorization": f"Bearer {token or self.admin_token}"}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=30)
+
+    def create_token(self, role: str, cluster: str | None = None, name: str | None = None) -> str:
+        from federation.store.tokens import TokenRepository
+
+        with self.process.api_context.uow() as session:
+            _, plaintext = TokenRepository(session).create(name or f"{role}-{cluster or 'x'}", role, cluster)
+        return plaintext
+
+
+def start_server(tmp_path: Path, database_url: str | None = None, **settings_overrides) -> RunningServer:
+    from federation.cli import server
+    from federation.settings import load_settings
+
+    settings = load_settings(
+        data_dir=str(tmp_path / "data"), database_url=database_url, api={"port": 0}, **settings_overrides
+    )
+    client_config = tmp_path / "client.yaml"
+    process = server.build(settings, client_config)
+    process.start_in_thread()
+    return RunningServer(process, client_config)
+
+
+@pytest.fixture
+def federation_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[RunningServer]:
+    """The API server on the embedded SQLite default; the CLI is pointed at it through its client config."""
+    monkeypatch.setenv("FEDERATION_CLIENT_CONFIG", str(tmp_path / "client.yaml"))
+    for name in ("FEDERATION_SERVER", "FEDERATION_TOKEN", "FEDERATION_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    running = start_server(tmp_path)
+    try:
+        yield running
+    finally:
+        running.process.stop()

@@ -98,17 +98,24 @@ def authenticate(ctx: ApiContext, request: Request) -> Principal:
 
 
 def _resource_routes(app: FastAPI, ctx: ApiContext) -> None:
-    methods = ["GET", "POST", "PUT", "DELETE"]
-
-    @app.api_route("/api", methods=methods, include_in_schema=False)
-    @app.api_route("/api/{rest:path}", methods=methods, summary="Core (v1) objects and discovery")
     async def core(request: Request, rest: str = "") -> Any:
         return await _serve(ctx, request, "api", rest)
 
-    @app.api_route("/apis", methods=methods, include_in_schema=False)
-    @app.api_route("/apis/{rest:path}", methods=methods, summary="Grouped objects and discovery")
     async def grouped(request: Request, rest: str = "") -> Any:
         return await _serve(ctx, request, "apis", rest)
+
+    for method in ("GET", "POST", "PUT", "DELETE"):
+        verb = method.lower()
+        for prefix, handler, summary in (("/api", core, "core (v1)"), ("/apis", grouped, "grouped")):
+            name = prefix.strip("/")
+            app.add_api_route(prefix, handler, methods=[method], include_in_schema=False)
+            app.add_api_route(
+                f"{prefix}/{{rest:path}}",
+                handler,
+                methods=[method],
+                operation_id=f"{verb}_{name}_objects",
+                summary=f"{method} {summary} objects and discovery (Kubernetes REST paths)",
+            )
 
 
 async def _serve(ctx: ApiContext, request: Request, prefix: str, rest: str) -> Any:

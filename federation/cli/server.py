@@ -68,6 +68,7 @@ class ServerProcess:
     _server: uvicorn.Server | None = None
     _thread: threading.Thread | None = None
     _sock: socket.socket | None = None
+    api_context: ApiContext | None = None
     stop_hooks: list[Callable[[], None]] = field(default_factory=list)
 
     def prepare(self) -> ApiContext:
@@ -79,9 +80,9 @@ class ServerProcess:
         engine = make_engine(url)
         uow = UnitOfWork.for_engine(engine)
         self.admin_token = bootstrap_admin_token(uow)
-        return ApiContext(
-            settings=self.settings, engine=engine, uow=uow, secret_box=secret_box(self.settings)
-        )
+        self.api_context = ApiContext(self.settings, engine, uow, secret_box(self.settings))
+        self.stop_hooks.append(engine.dispose)
+        return self.api_context
 
     def bind(self, app: FastAPI) -> None:
         api = self.settings.api
