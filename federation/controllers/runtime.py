@@ -1,0 +1,162 @@
+"""The controller runtime: an injected clock, the reconciler contract, and the runner that times them.
+
+Invariants:
+- Reconcilers run only while this process holds the leader lease, so any number of `serve` replicas can
+  share one database; a replica that loses the lease stops reconciling at its next tick.
+- Each reconciler is one APScheduler job with `max_instances=1` and `coalesce=True`: it never runs
+  concurrently with itself, and missed ticks collapse into one.
+- A write (from the API, or from another reconciler) wakes the reconcilers that watch its kind at once,
+  instead of waiting for their interval; the interval is the level-triggered safety net.
+- A reconciler that raises is logged and retried at its next tick; it never stops the runner.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Protocol
+
+from apscheduler.executors.pool import ThreadPoolExecutor
+from apscheduler.schedulers.background import BackgroundScheduler
+
+from federation.store.db import UnitOfWork
+from federation.store.leases import LeaseRepository
+
+log = logging.getLogger(__name__)
+
+
+class Clock(Protocol):
+    def now(self) -> datetime: ...
+
+
+class SystemClock:
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+
+@dataclass
+class FakeClock:
+    """A clock tests move by hand (thresholds and timeouts without sleeping)."""
+
+    current: datetime = field(default_factory=lambda: datetime(2026, 1, 1, tzinfo=UTC))
+
+    def now(self) -> datetime:
+        return self.current
+
+    def advance(self, seconds: float) -> datetime:
+        self.current += timedelta(seconds=seconds)
+        return self.current
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What one pass did: how many items it handled, and which kinds it wrote (to wake their watchers)."""
+
+    processed: int = 0
+    wrote: frozenset[str] = frozenset()
+
+    @staticmethod
+    def of(processed: int, *kinds: str) -> Outcome:
+        return Outcome(processed, frozenset(kinds) if processed else frozenset())
+
+
+class Reconciler(Protocol):
+    name: str
+    interval_seconds: float
+    # API kinds whose writes should wake this reconciler early.
+    watches: frozenset[str]
+
+    def reconcile(self) -> Outcome: ...
+
+
+def default_identity() -> str:
+    return f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
+
+
+class ControllerRunner:
+    """Runs reconcilers on their intervals under the leader lease; `wake(kind)` runs watchers now."""
+
+    def __init__(
+        self,
+        uow: UnitOfWork,
+        reconcilers: Sequence[Reconciler],
+        *,
+        lease_seconds: float,
+        identity: str | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self._uow = uow
+        self._reconcilers = list(reconcilers)
+        self._lease_seconds = lease_seconds
+        self.identity = identity or default_identity()
+        self._clock = clock or SystemClock()
+        self._leader = threading.Event()
+        workers = max(2, len(self._reconcilers) + 1)
+        self._scheduler = BackgroundScheduler(executors={"default": ThreadPoolExecutor(workers)}, timezone=UTC)
+
+    @property
+    def is_leader(self) -> bool:
+        return self._leader.is_set()
+
+    def start(self) -> None:
+        lease_every = max(self._lease_seconds / 3, 0.2)
+        self._scheduler.add_job(self._hold_lease, "interval", seconds=lease_every, id="leader-lease",
+                                next_run_time=datetime.now(UTC), max_instances=1, coalesce=True)
+        for reconciler in self._reconcilers:
+            self._scheduler.add_job(self._run, "interval", args=[reconciler], seconds=reconciler.interval_seconds,
+                                    id=reconciler.name, max_instances=1, coalesce=True)
+        self._scheduler.start()
+
+    def stop(self) -> None:
+        if self._scheduler.running:
+            self._scheduler.shutdown(wait=True)
+        if self.is_leader:
+            with self._uow() as session:
+                LeaseRepository(session).release(self.identity, self._clock.now())
+            self._leader.clear()
+
+    def wake(self, kind: str) -> None:
+        """Run every reconciler that watches `kind` as soon as a worker is free."""
+        self._wake_names(r.name for r in self._reconcilers if kind in r.watches)
+
+    def _wake_names(self, names: Iterable[str]) -> None:
+        if not self._scheduler.running:
+            return
+        now = datetime.now(UTC)
+        for name in names:
+            job = self._scheduler.get_job(name)
+            if job is not None:
+                job.modify(next_run_time=now)
+
+    def _hold_lease(self) -> None:
+        try:
+            with self._uow() as session:
+                held = LeaseRepository(session).try_acquire(
+                    self.identity, self._clock.now(), int(self._lease_seconds)
+                )
+        except Exception:
+            log.exception("leader lease: renewal failed")
+            held = False
+        if held and not self.is_leader:
+            log.info("leader lease acquired by %s", self.identity)
+            self._leader.set()
+            self._wake_names(r.name for r in self._reconcilers)
+        elif not held and self.is_leader:
+            log.warning("leader lease lost by %s", self.identity)
+            self._leader.clear()
+
+    def _run(self, reconciler: Reconciler) -> None:
+        if not self.is_leader:
+            return
+        try:
+            outcome = reconciler.reconcile()
+        except Exception:
+            log.exception("controller %s failed; retrying at its next tick", reconciler.name)
+            return
+        for kind in outcome.wrote:
+            self.wake(kind)

@@ -1,0 +1,146 @@
+"""Kubernetes ``resource.Quantity`` parsing and formatting.
+
+Invariants:
+- ``parse_quantity`` accepts exactly Kubernetes' quantity grammar: an optionally signed decimal number (``1``,
+  ``1.5``, ``.5``, ``+2``) followed by one suffix: binary SI (``Ki Mi Gi Ti Pi Ei``), decimal SI (``n u m k M
+  G T P E`` or none) or a decimal exponent (``e3``, ``E-2``). Surrounding whitespace is rejected, like
+  Kubernetes does. ``int`` and ``float`` inputs (what YAML produces for ``cpu: 2``) are accepted; ``bool`` is
+  not.
+- Results are exact ``Decimal`` values; no float arithmetic ever happens on a string input.
+- ``to_milli`` and ``to_int`` round **up**, like ``Quantity.MilliValue()`` / ``Quantity.Value()``: a request
+  of ``0.0001`` CPU is 1m, never 0 (a request never shrinks by rounding).
+- Every error is a ``ValueError`` whose message names the offending value.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from decimal import Decimal, InvalidOperation
+from typing import Final
+
+QuantityInput = str | int | float | Decimal
+
+_BINARY: Final[dict[str, int]] = {
+    "Ki": 1024,
+    "Mi": 1024**2,
+    "Gi": 1024**3,
+    "Ti": 1024**4,
+    "Pi": 1024**5,
+    "Ei": 1024**6,
+}
+_DECIMAL: Final[dict[str, Decimal]] = {
+    "n": Decimal("1e-9"),
+    "u": Decimal("1e-6"),
+    "m": Decimal("1e-3"),
+    "": Decimal(1),
+    "k": Decimal("1e3"),
+    "M": Decimal("1e6"),
+    "G": Decimal("1e9"),
+    "T": Decimal("1e12"),
+    "P": Decimal("1e15"),
+    "E": Decimal("1e18"),
+}
+# number, then either a decimal exponent (e/E followed by a signed integer) or an SI suffix.
+_QUANTITY_RE: Final = re.compile(
+    r"^(?P<num>[+-]?(?:\d+\.?\d*|\.\d+))"
+    r"(?:(?P<exp>[eE][+-]?\d+)|(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]?))$"
+)
+
+
+def parse_quantity(value: QuantityInput) -> Decimal:
+    """Parse a quantity (``"500m"``, ``"32Gi"``, ``"1e3"``, ``2``, ``1.5``) into an exact Decimal."""
+    if isinstance(value, bool):
+        raise ValueError(f"invalid quantity {value!r}: booleans are not quantities")
+    if isinstance(value, Decimal):
+        return _check_finite(value, value)
+    if isinstance(value, int):
+        return Decimal(value)
+    if isinstance(value, float):
+        return _check_finite(Decimal(repr(value)), value)
+    if not isinstance(value, str):
+        raise ValueError(f"invalid quantity {value!r}: expected a string or a number")
+    return _parse_string(value)
+
+
+def _check_finite(number: Decimal, original: object) -> Decimal:
+    if not number.is_finite():
+        raise ValueError(f"invalid quantity {original!r}: must be a finite number")
+    return number
+
+
+def _parse_string(text: str) -> Decimal:
+    match = _QUANTITY_RE.match(text)
+    if match is None:
+        raise ValueError(
+            f"invalid quantity {text!r}: expected a number with an optional suffix "
+            "(n, u, m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei or an exponent like e3)"
+        )
+    try:
+        number = Decimal(match["num"])
+    except InvalidOperation as exc:  # pragma: no cover - the regex only admits valid decimals
+        raise ValueError(f"invalid quantity {text!r}") from exc
+    if match["exp"] is not None:
+        return _tidy(number.scaleb(int(match["exp"][1:])))
+    suffix = match["suffix"] or ""
+    if suffix in _BINARY:
+        return _tidy(number * _BINARY[suffix])
+    return _tidy(number * _DECIMAL[suffix])
+
+
+def _tidy(number: Decimal) -> Decimal:
+    """Whole numbers as plain integers (``Decimal(1000)``, not ``Decimal('1E+3')``): equal, but readable."""
+    if number == number.to_integral_value():
+        return Decimal(int(number))
+    return number
+
+
+def to_milli(value: QuantityInput) -> int:
+    """The quantity in thousandths, rounded up (CPU: ``"500m"`` → 500, ``"2"`` → 2000)."""
+    return _ceil(parse_quantity(value) * 1000)
+
+
+def to_int(value: QuantityInput) -> int:
+    """The quantity as a whole number, rounded up (memory, storage, pods, extended resources)."""
+    return _ceil(parse_quantity(value))
+
+
+def _ceil(number: Decimal) -> int:
+    return math.ceil(number)
+
+
+def is_quantity(value: object) -> bool:
+    """True iff ``value`` parses as a quantity."""
+    try:
+        parse_quantity(value)  # type: ignore[arg-type]
+    except ValueError:
+        return False
+    return True
+
+
+def format_quantity(value: QuantityInput, *, binary: bool = False) -> str:
+    """Render a quantity in a canonical Kubernetes form that ``parse_quantity`` reads back exactly.
+
+    Whole numbers print plainly (``"3"``), or with the largest exact binary suffix when ``binary`` is set
+    (``"32Gi"``). Fractions that are whole thousandths print in milli-units (``"500m"``, ``"1500m"``);
+    anything finer prints as a plain decimal (``"0.0001"``).
+    """
+    number = parse_quantity(value)
+    if number == number.to_integral_value():
+        return _format_integer(int(number), binary)
+    milli = number * 1000
+    if milli == milli.to_integral_value():
+        return f"{int(milli)}m"
+    return _plain(number)
+
+
+def _format_integer(whole: int, binary: bool) -> str:
+    if binary and whole != 0:
+        for suffix, factor in reversed(_BINARY.items()):
+            if whole % factor == 0:
+                return f"{whole // factor}{suffix}"
+    return str(whole)
+
+
+def _plain(number: Decimal) -> str:
+    return format(number.normalize(), "f")
