@@ -1,0 +1,129 @@
+"""Replica assignment for the selected clusters (Karmada ``AssignReplicas``) and WorkloadPolicy allocation.
+
+Invariants:
+- Non-workloads go to every selected cluster without replicas.
+- Duplicated gives each cluster ``spec.replicas``; StaticWeight divides by rule weights; DynamicWeight and
+  Aggregated divide by capacity with inertia and overflow tiers (``division``).
+- A WorkloadPolicy replaces the division for Divided strategies (it is ignored for Duplicated).
+- ``Outcome.targets`` is None when capacity is short (Unschedulable); zero entries are dropped unless
+  empty-workload propagation is on; targets are sorted by name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from federation.scheduling.division import (
+    Candidate,
+    Division,
+    UnschedulableError,
+    duplicated,
+    static_weight,
+    static_weights,
+    with_overflow,
+)
+from federation.scheduling.filters import cluster_matches
+from federation.scheduling.messages import partial_placement
+from federation.scheduling.spread import ClusterInfo
+from federation.scheduling.types import (
+    BindingInput,
+    ClusterSnapshot,
+    EngineConfig,
+    ResultReason,
+    TargetCluster,
+)
+from federation.scheduling.workloadpolicy import PolicyCandidate, allocate
+
+
+class AttemptError(Exception):
+    """Ends one scheduling attempt with a given condition reason (SchedulerError, Unschedulable)."""
+
+    def __init__(self, message: str, reason: ResultReason = "SchedulerError") -> None:
+        super().__init__(message)
+        self.reason: ResultReason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class Candidates:
+    selected: Sequence[ClusterInfo]
+    allocatable: Mapping[str, int]
+    snapshots: Mapping[str, ClusterSnapshot]
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    targets: tuple[TargetCluster, ...] | None
+    replicas: dict[str, int] = field(default_factory=dict)
+    unplaced: int = 0
+    message: str = ""
+    trace: dict[str, Any] = field(default_factory=dict)
+
+
+def assign(binding: BindingInput, cands: Candidates, config: EngineConfig) -> Outcome:
+    names = [info.name for info in cands.selected]
+    if not names:
+        raise AttemptError("no clusters available to schedule")
+    if not binding.is_workload:
+        return Outcome(tuple(TargetCluster(n) for n in sorted(names)), trace={"strategy": "NonWorkload"})
+    strategy = binding.placement.strategy()
+    if binding.workload_policy is not None and strategy != "Duplicated":
+        return _by_policy(binding, cands, names)
+    try:
+        division = _divide(binding, cands, names, strategy)
+    except UnschedulableError as err:
+        return Outcome(None, unplaced=binding.replicas, message=str(err), trace={"strategy": strategy})
+    return _outcome(division, names, config)
+
+
+def _divide(binding: BindingInput, cands: Candidates, names: list[str], strategy: str) -> Division:
+    if strategy == "Duplicated":
+        return duplicated(binding.replicas, names)
+    if strategy == "StaticWeight":
+        snapshots = cands.snapshots
+        weights = static_weights(
+            names, binding.placement.static_weights(), lambda n, a: cluster_matches(a, snapshots[n])
+        )
+        return static_weight(binding.replicas, weights, binding.uid)
+    candidates = [
+        Candidate(i.name, cands.allocatable.get(i.name, 0), i.overflow_order) for i in cands.selected
+    ]
+    return with_overflow(
+        binding.replicas,
+        candidates,
+        binding.previous,
+        fresh=binding.fresh,
+        aggregated=strategy == "Aggregated",
+        uid=binding.uid,
+    )
+
+
+def _outcome(division: Division, names: Sequence[str], config: EngineConfig) -> Outcome:
+    replicas = {n: r for n, r in division.replicas.items() if r > 0}
+    if config.enable_empty_workload_propagation:
+        replicas = {n: replicas.get(n, 0) for n in names}
+    targets = tuple(TargetCluster(n, replicas[n]) for n in sorted(replicas))
+    return Outcome(targets, replicas, trace=division.trace)
+
+
+def _by_policy(binding: BindingInput, cands: Candidates, names: Sequence[str]) -> Outcome:
+    spec = binding.workload_policy
+    assert spec is not None
+    candidates = []
+    for name in names:
+        own = max(binding.previous.get(name, 0), 0)
+        label = cands.snapshots[name].labels.get(spec.topology_key)
+        candidates.append(PolicyCandidate(name, label, cands.allocatable.get(name, 0) + own, own))
+    result = allocate(spec, binding.replicas, candidates, binding.uid)
+    trace = {"strategy": "WorkloadPolicy", **result.trace}
+    if result.unplaced and spec.effective_type() == "Preferred":
+        placed = binding.replicas - result.unplaced
+        message = f"Clusters available replicas {placed} are not enough to schedule."
+        return Outcome(None, unplaced=result.unplaced, message=message, trace=trace)
+    targets = tuple(TargetCluster(n, result.replicas[n]) for n in sorted(result.replicas))
+    message = ""
+    if result.unplaced:
+        why = f"WorkloadPolicy {spec.effective_type()} allocation on {spec.topology_key}"
+        message = partial_placement(binding.replicas - result.unplaced, binding.replicas, why)
+    return Outcome(targets, dict(result.replicas), result.unplaced, message, trace)

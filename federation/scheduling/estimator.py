@@ -1,0 +1,95 @@
+"""Replica capacity estimation: how many *more* replicas each cluster can take.
+
+Karmada's general estimator (``pkg/estimator/client/general.go``):
+- ``allowedPods = allocatable.pods - allocated.pods - allocating.pods``, 0 when not positive.
+- For each requested resource with a positive quantity:
+  ``floor((allocatable - allocated - allocating) / request)``; a resource missing from
+  allocatable gives 0. CPU is compared in milli-units (our base unit already).
+- The answer is the minimum of those and ``allowedPods``; no resourceSummary gives 0; no request gives
+  allowedPods.
+
+Headroom (beyond Karmada) subtracts a reserve from allocatable before the division, per resource.
+Estimators combine by minimum (Karmada runs the general one and an optional accurate one per cluster);
+a result of ``UNBOUNDED`` (Karmada's MaxInt32) is clamped to the binding's replicas by the caller.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Protocol
+
+from federation.scheduling.types import PODS, ClusterSnapshot, Headroom, Resources
+
+UNBOUNDED = 2**31 - 1
+
+
+class ReplicaEstimator(Protocol):
+    """Maximum number of additional replicas per cluster (a per-cluster service can implement it)."""
+
+    def max_available_replicas(
+        self, clusters: Sequence[ClusterSnapshot], request: Resources
+    ) -> Mapping[str, int]: ...
+
+
+def allowed_pods(cluster: ClusterSnapshot, headroom: Mapping[str, Headroom] | None = None) -> int:
+    """Pods the cluster can still start (``getAllowedPodNumber``), never negative."""
+    return max(0, usable_free(cluster, PODS, headroom))
+
+
+def usable_free(
+    cluster: ClusterSnapshot, resource: str, headroom: Mapping[str, Headroom] | None = None
+) -> int:
+    """Free amount of ``resource`` after keeping its headroom; may be negative when over-committed."""
+    if cluster.allocatable is None:
+        return 0
+    free = cluster.free(resource)
+    rule = (headroom or {}).get(resource)
+    if rule is not None:
+        free -= rule.reserve(cluster.allocatable.get(resource, 0))
+    return free
+
+
+def general_max_replicas(
+    cluster: ClusterSnapshot, request: Resources, headroom: Mapping[str, Headroom] | None = None
+) -> int:
+    """Karmada's general estimate for one cluster (with optional headroom)."""
+    if cluster.allocatable is None:
+        return 0
+    result = allowed_pods(cluster, headroom)
+    for resource, quantity in request.items():
+        if quantity <= 0 or resource == PODS:
+            continue
+        if resource not in cluster.allocatable:
+            return 0
+        result = min(result, max(0, usable_free(cluster, resource, headroom)) // quantity)
+    return result
+
+
+class GeneralEstimator:
+    """The default ``ReplicaEstimator``: Karmada's general estimator, optionally keeping headroom."""
+
+    __slots__ = ("headroom",)
+
+    def __init__(self, headroom: Mapping[str, Headroom] | None = None) -> None:
+        self.headroom = dict(headroom or {})
+
+    def max_available_replicas(
+        self, clusters: Sequence[ClusterSnapshot], request: Resources
+    ) -> Mapping[str, int]:
+        return {c.name: general_max_replicas(c, request, self.headroom) for c in clusters}
+
+
+def estimate(
+    estimators: Sequence[ReplicaEstimator],
+    clusters: Sequence[ClusterSnapshot],
+    request: Resources,
+    replicas: int,
+) -> dict[str, int]:
+    """Minimum over estimators per cluster; a cluster no estimator bounded is clamped to ``replicas``."""
+    result = {c.name: UNBOUNDED for c in clusters}
+    for estimator in estimators:
+        answers = estimator.max_available_replicas(clusters, request)
+        for name, value in answers.items():
+            if name in result and value >= 0:
+                result[name] = min(result[name], value)
+    return {name: (replicas if value == UNBOUNDED else value) for name, value in result.items()}

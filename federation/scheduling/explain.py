@@ -1,0 +1,77 @@
+"""The explanation stored with every decision: JSON-able, one entry per cluster plus the traces.
+
+Shape (all keys camelCase, stable for ``describe`` and SQL queries)::
+
+    {"strategy": "DynamicWeight", "affinityName": "primary" | null, "avoidIgnored": false,
+     "clusters": {"<name>": {"filter": {"passed": false, "plugin": "TaintToleration",
+                                        "reason": "...", "failures": [{"plugin", "reason"}...]},
+                             "scores": {"ClusterLocality": {"score": 100, "weight": 1}, ...},
+                             "totalScore": 100, "allocatable": 7, "available": 10,
+                             "selected": true, "replicas": 3}},
+     "selection": {"order": [...], "selected": [...]},
+     "division": {...trace...}, "attempts": [{"affinityName", "result", "message"}...]}
+
+Invariant: only plain dict/list/str/int/bool/None values, so ``json.dumps`` never fails.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from federation.scheduling.filters import FilterVerdict
+from federation.scheduling.scores import ClusterScore
+
+
+def filter_entry(verdict: FilterVerdict) -> dict[str, Any]:
+    return {
+        "passed": verdict.passed,
+        "plugin": verdict.plugin,
+        "reason": verdict.reason,
+        "failures": [{"plugin": p, "reason": r} for p, r in verdict.failures],
+    }
+
+
+def score_entry(score: ClusterScore) -> dict[str, Any]:
+    return {name: {"score": s, "weight": w} for name, (s, w) in score.parts.items()}
+
+
+def cluster_entries(
+    verdicts: Sequence[FilterVerdict],
+    scores: Mapping[str, ClusterScore],
+    allocatable: Mapping[str, int],
+    available: Mapping[str, int],
+) -> dict[str, dict[str, Any]]:
+    entries: dict[str, dict[str, Any]] = {}
+    for verdict in verdicts:
+        entry: dict[str, Any] = {"filter": filter_entry(verdict), "selected": False, "replicas": 0}
+        score = scores.get(verdict.cluster)
+        if score is not None:
+            entry["scores"] = score_entry(score)
+            entry["totalScore"] = score.total
+        if verdict.cluster in allocatable:
+            entry["allocatable"] = allocatable[verdict.cluster]
+            entry["available"] = available[verdict.cluster]
+        entries[verdict.cluster] = entry
+    return entries
+
+
+def mark_result(
+    entries: dict[str, dict[str, Any]], selected: Sequence[str], replicas: Mapping[str, int]
+) -> None:
+    for name in selected:
+        if name in entries:
+            entries[name]["selected"] = True
+    for name, count in replicas.items():
+        if name in entries:
+            entries[name]["replicas"] = count
+
+
+def plain(value: Any) -> Any:
+    """Deep-convert mappings/sequences/sets into JSON-native dicts and lists."""
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        items = sorted(value) if isinstance(value, set | frozenset) else value
+        return [plain(v) for v in items]
+    return value

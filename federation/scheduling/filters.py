@@ -1,0 +1,165 @@
+"""Filter plugins (Karmada ``pkg/scheduler/framework/plugins/*`` plus ResourceFit).
+
+Invariants:
+- A filter returns ``None`` (pass) or the reason string Karmada uses, which the NoClusterFit message counts.
+- Filters run in a fixed order (``FILTER_ORDER``); the first failure is *the* reason for a cluster, but the
+  explanation records every filter's verdict.
+- TaintToleration, APIEnablement and ResourceFit let a cluster that is already in ``spec.clusters`` pass:
+  an existing placement is never dropped by them (eviction is the taint manager's job).
+- ClusterAffinity evaluates one term (the observed ``clusterAffinities`` term, or ``clusterAffinity``); for
+  DynamicWeight/Aggregated workloads a cluster matching an overflow affinity passes too, with its tier.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from federation.model.placement import ClusterAffinity, ClusterAffinityTerm, Taint, Toleration
+from federation.scheduling.estimator import usable_free
+from federation.scheduling.types import PODS, BindingInput, ClusterSnapshot, EngineConfig
+
+AFFINITY_REASON = "cluster(s) did not match the placement cluster affinity constraint"
+API_REASON = "cluster(s) did not have the API resource"
+EVICTION_REASON = "cluster(s) is in the process of eviction"
+AVOID_REASON = "cluster(s) are on the binding's avoid list"
+SPREAD_REASONS = {
+    "provider": "cluster(s) did not have provider property",
+    "region": "cluster(s) did not have region property",
+    "zone": "cluster(s) did not have zones property",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class FilterContext:
+    """What every filter of one attempt shares: the binding, the affinity term in force, the config."""
+
+    binding: BindingInput
+    term: ClusterAffinityTerm | None
+    config: EngineConfig
+    overflow_allowed: bool = False
+
+
+FilterFn = Callable[[FilterContext, ClusterSnapshot], str | None]
+
+
+def cluster_matches(affinity: ClusterAffinity, cluster: ClusterSnapshot) -> bool:
+    """Karmada ``util.ClusterMatches`` over a snapshot."""
+    return affinity.matches_cluster(
+        cluster.name, cluster.labels, provider=cluster.provider, region=cluster.region, zones=cluster.zones
+    )
+
+
+def overflow_order(ctx: FilterContext, cluster: ClusterSnapshot) -> int | None:
+    """0 for the primary term, i+1 for ``overflowAffinities[i]``, None when nothing matches."""
+    if ctx.term is None or cluster_matches(ctx.term, cluster):
+        return 0
+    if ctx.overflow_allowed:
+        for index, overflow in enumerate(ctx.term.overflow_affinities or ()):
+            if cluster_matches(overflow, cluster):
+                return index + 1
+    return None
+
+
+def cluster_affinity(ctx: FilterContext, cluster: ClusterSnapshot) -> str | None:
+    return None if overflow_order(ctx, cluster) is not None else AFFINITY_REASON
+
+
+def untolerated(taints: Sequence[Taint], tolerations: Sequence[Toleration]) -> Taint | None:
+    """First NoSchedule/NoExecute taint no toleration tolerates (``FindMatchingUntoleratedTaint``)."""
+    for taint in taints:
+        if taint.effect in ("NoSchedule", "NoExecute") and not any(t.tolerates(taint) for t in tolerations):
+            return taint
+    return None
+
+
+def taint_toleration(ctx: FilterContext, cluster: ClusterSnapshot) -> str | None:
+    if cluster.name in ctx.binding.previous:
+        return None
+    taint = untolerated(cluster.taints, ctx.binding.placement.tolerations())
+    # kube-scheduler's wording: `{key: value}`, e.g. `{cluster.karmada.io/not-ready: }`.
+    return None if taint is None else f"cluster(s) had untolerated taint {{{taint.key}: {taint.value or ''}}}"
+
+
+def api_enablement(ctx: FilterContext, cluster: ClusterSnapshot) -> str | None:
+    if cluster.name in ctx.binding.previous:
+        return None
+    if cluster.api_enablements is None:
+        return None if ctx.config.api_enablements_unreported_pass else API_REASON
+    return None if ctx.binding.gvk in cluster.api_enablements else API_REASON
+
+
+def spread_constraint(ctx: FilterContext, cluster: ClusterSnapshot) -> str | None:
+    present = {
+        "provider": bool(cluster.provider),
+        "region": bool(cluster.region),
+        "zone": bool(cluster.zones),
+    }
+    for constraint in ctx.binding.placement.spreads():
+        field = constraint.spread_by_field or ""
+        if field in present and not present[field]:
+            return SPREAD_REASONS[field]
+    return None
+
+
+def cluster_eviction(ctx: FilterContext, cluster: ClusterSnapshot) -> str | None:
+    return EVICTION_REASON if cluster.name in ctx.binding.eviction_clusters else None
+
+
+def resource_fit(ctx: FilterContext, cluster: ClusterSnapshot) -> str | None:
+    """Beyond Karmada: one replica (all of them for Duplicated) must fit after keeping headroom.
+
+    Active only when headroom rules are configured: without them a full cluster stays a candidate and the
+    division reports Unschedulable (keeping the old placement), exactly like Karmada. Skipped for
+    non-workloads, for clusters already holding the binding (their own usage is in ``allocated``), and for
+    clusters that never reported a resource summary (capacity unknown).
+    """
+    binding = ctx.binding
+    if not ctx.config.headroom or not binding.is_workload:
+        return None
+    if cluster.name in binding.previous or cluster.allocatable is None:
+        return None
+    count = binding.replicas if binding.placement.strategy() == "Duplicated" else 1
+    wanted: Mapping[str, int] = {**binding.resource_request, PODS: 1}
+    for resource, per_replica in sorted(wanted.items()):
+        if per_replica <= 0:
+            continue
+        if usable_free(cluster, resource, ctx.config.headroom) < per_replica * max(count, 1):
+            return f"cluster(s) had insufficient {resource}"
+    return None
+
+
+FILTER_ORDER: tuple[tuple[str, FilterFn], ...] = (
+    ("ClusterAffinity", cluster_affinity),
+    ("TaintToleration", taint_toleration),
+    ("APIEnablement", api_enablement),
+    ("SpreadConstraint", spread_constraint),
+    ("ClusterEviction", cluster_eviction),
+    ("ResourceFit", resource_fit),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class FilterVerdict:
+    """Per cluster: the first failing plugin and its reason (None when it passed), plus every failure."""
+
+    cluster: str
+    plugin: str | None = None
+    reason: str | None = None
+    failures: tuple[tuple[str, str], ...] = ()
+    overflow_order: int = 0
+
+    @property
+    def passed(self) -> bool:
+        return self.plugin is None
+
+
+def run_filters(ctx: FilterContext, cluster: ClusterSnapshot) -> FilterVerdict:
+    failures = tuple(
+        (name, reason)
+        for name, fn in FILTER_ORDER
+        if ctx.config.enabled(name) and (reason := fn(ctx, cluster)) is not None
+    )
+    if failures:
+        return FilterVerdict(cluster.name, failures[0][0], failures[0][1], failures)
+    return FilterVerdict(cluster.name, overflow_order=overflow_order(ctx, cluster) or 0)

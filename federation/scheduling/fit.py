@@ -1,0 +1,61 @@
+"""Resource-aware score plugins (beyond Karmada), each 0..100 for one cluster.
+
+Invariants:
+- Scores look at the cluster *after* placing one more replica of the binding (kube-scheduler's convention),
+  with headroom subtracted from allocatable, so a cluster with room only inside its headroom scores low.
+- A cluster without a resource summary scores 0 on every resource plugin (unknown is not attractive).
+- LeastAllocated: mean over cpu, memory (and ephemeral-storage when requested) of free/allocatable*100.
+  MostFreeMemory: free memory relative to the cluster with the most free memory among the candidates.
+  BalancedAllocation: 100 * (1 - spread of the used fractions of cpu and memory), kube's formula.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from federation.scheduling.estimator import usable_free
+from federation.scheduling.types import CPU, EPHEMERAL_STORAGE, MEMORY, ClusterSnapshot, Headroom, Resources
+
+MAX_SCORE = 100
+
+
+def _fraction_free(
+    cluster: ClusterSnapshot, resource: str, request: Resources, headroom: Mapping[str, Headroom]
+) -> float | None:
+    """Free share of ``resource`` after one more replica, in [0, 1]; None when the cluster lacks it."""
+    if cluster.allocatable is None or cluster.allocatable.get(resource, 0) <= 0:
+        return None
+    total = cluster.allocatable[resource]
+    free = usable_free(cluster, resource, headroom) - request.get(resource, 0)
+    return min(1.0, max(0.0, free / total))
+
+
+def _scored_resources(request: Resources) -> tuple[str, ...]:
+    if request.get(EPHEMERAL_STORAGE, 0) > 0:
+        return (CPU, MEMORY, EPHEMERAL_STORAGE)
+    return (CPU, MEMORY)
+
+
+def least_allocated(cluster: ClusterSnapshot, request: Resources, headroom: Mapping[str, Headroom]) -> int:
+    fractions = [_fraction_free(cluster, r, request, headroom) for r in _scored_resources(request)]
+    known = [f for f in fractions if f is not None]
+    return int(sum(known) / len(known) * MAX_SCORE) if known else 0
+
+
+def balanced_allocation(
+    cluster: ClusterSnapshot, request: Resources, headroom: Mapping[str, Headroom]
+) -> int:
+    cpu = _fraction_free(cluster, CPU, request, headroom)
+    memory = _fraction_free(cluster, MEMORY, request, headroom)
+    if cpu is None or memory is None:
+        return 0
+    # With two resources kube's standard deviation is |a - b| / 2 of the used fractions.
+    return int((1.0 - abs(cpu - memory) / 2.0) * MAX_SCORE)
+
+
+def most_free_memory(
+    clusters: Sequence[ClusterSnapshot], request: Resources, headroom: Mapping[str, Headroom]
+) -> dict[str, int]:
+    free = {c.name: max(0, usable_free(c, MEMORY, headroom) - request.get(MEMORY, 0)) for c in clusters}
+    top = max(free.values(), default=0)
+    return {name: (value * MAX_SCORE // top if top > 0 else 0) for name, value in free.items()}

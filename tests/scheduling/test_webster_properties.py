@@ -1,0 +1,109 @@
+"""Webster: the fast quotient method equals seat-by-seat Karmada, plus apportionment properties."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from federation.scheduling.division import webster_divide
+from federation.scheduling.webster import allocate_webster_seats, fnv1a_32, larger_name_wins
+
+
+def naive_webster(seats: int, votes: dict[str, int], initial: dict[str, int], larger: bool) -> dict[str, int]:
+    """A literal transcription of Karmada's loop: one seat at a time to the max-priority party."""
+    names = sorted(set(votes) | set(initial))
+    held = {n: initial.get(n, 0) for n in names}
+
+    def better(a: str, b: str) -> bool:
+        pa = float(votes.get(a, 0)) / float(2 * held[a] + 1)
+        pb = float(votes.get(b, 0)) / float(2 * held[b] + 1)
+        if pa != pb:
+            return pa > pb
+        if held[a] != held[b]:
+            return held[a] < held[b]
+        return a > b if larger else a < b
+
+    for _ in range(seats):
+        best = names[0]
+        for name in names[1:]:
+            if better(name, best):
+                best = name
+        held[best] += 1
+    return held
+
+
+names = st.sampled_from([f"member{i}" for i in range(12)])
+votes_st = st.dictionaries(
+    names, st.one_of(st.integers(0, 12), st.integers(0, 10**6)), min_size=1, max_size=8
+)
+initial_st = st.dictionaries(names, st.integers(0, 6), max_size=4)
+
+
+@settings(max_examples=400, deadline=None)
+@given(votes_st, initial_st, st.integers(0, 80), st.booleans())
+def test_fast_webster_equals_seat_by_seat(
+    votes: dict[str, int], initial: dict[str, int], seats: int, larger: bool
+) -> None:
+    fast = allocate_webster_seats(seats, votes, initial, prefer_larger_names=larger)
+    assert fast == naive_webster(seats, votes, initial, larger)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.dictionaries(names, st.integers(1, 1000), min_size=1, max_size=10), st.integers(0, 3000))
+def test_large_seat_counts_equal_seat_by_seat(votes: dict[str, int], seats: int) -> None:
+    assert allocate_webster_seats(seats, votes) == naive_webster(seats, votes, {}, False)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.dictionaries(names, st.integers(1, 500), min_size=1, max_size=10),
+    st.integers(0, 500),
+    st.text(max_size=8),
+)
+def test_sum_and_house_monotonicity(votes: dict[str, int], seats: int, uid: str) -> None:
+    now, more = webster_divide(seats, votes, uid), webster_divide(seats + 1, votes, uid)
+    assert sum(now.values()) == seats
+    # Webster is house-monotone: one more seat never takes a seat from anybody.
+    assert all(more[n] >= now[n] for n in votes)
+    # Webster never deviates from the exact quota by a whole seat or more in the wrong direction.
+    total = sum(votes.values())
+    assert all(abs(now[n] - seats * v / total) < len(votes) + 1 for n, v in votes.items())
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.dictionaries(names, st.integers(0, 50), min_size=1, max_size=10),
+    st.integers(0, 200),
+    st.text(max_size=8),
+)
+def test_deterministic(votes: dict[str, int], seats: int, uid: str) -> None:
+    assert webster_divide(seats, dict(reversed(list(votes.items()))), uid) == webster_divide(
+        seats, votes, uid
+    )
+
+
+def test_fnv1a_known_values() -> None:
+    assert fnv1a_32("") == 0x811C9DC5
+    assert fnv1a_32("a") == 0xE40C292C
+    assert fnv1a_32("foobar") == 0xBF9CF968
+
+
+def test_uid_parity_flips_name_tie_break() -> None:
+    even = next(u for u in (f"uid-{i}" for i in range(100)) if not larger_name_wins(u))
+    odd = next(u for u in (f"uid-{i}" for i in range(100)) if larger_name_wins(u))
+    weights = {"member1": 5, "member2": 5, "member3": 5}
+    assert webster_divide(10, weights, even) == {"member1": 4, "member2": 3, "member3": 3}
+    assert webster_divide(10, weights, odd) == {"member1": 3, "member2": 3, "member3": 4}
+    assert webster_divide(10, weights, "") == {"member1": 4, "member2": 3, "member3": 3}
+
+
+def test_static_weight_worked_example() -> None:
+    weights = {"a": 3, "b": 2, "c": 1}
+    assert webster_divide(12, weights) == {"a": 6, "b": 4, "c": 2}
+    assert webster_divide(13, weights) == {"a": 7, "b": 4, "c": 2}
+    assert webster_divide(14, weights) == {"a": 7, "b": 5, "c": 2}
+
+
+def test_all_zero_votes_round_robin() -> None:
+    assert allocate_webster_seats(5, {"a": 0, "b": 0}) == {"a": 3, "b": 2}
+    assert allocate_webster_seats(0, {}) == {}
