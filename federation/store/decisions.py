@@ -1,0 +1,96 @@
+"""Scheduling decision history: append-only, newest first, queryable by binding, time and result."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from federation.store.tables import SchedulingDecisionRow
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """One scheduling attempt for one binding and its explanation."""
+
+    binding_uid: str
+    binding_kind: str
+    binding_namespace: str
+    binding_name: str
+    result: str
+    created_at: datetime
+    message: str = ""
+    clusters: list[dict[str, Any]] = field(default_factory=list)
+    explanation: dict[str, Any] = field(default_factory=dict)
+    binding_generation: int | None = None
+    id: int | None = None
+
+    @classmethod
+    def from_row(cls, row: SchedulingDecisionRow) -> Decision:
+        return cls(
+            id=row.id,
+            binding_uid=row.binding_uid,
+            binding_kind=row.binding_kind,
+            binding_namespace=row.binding_namespace,
+            binding_name=row.binding_name,
+            binding_generation=row.binding_generation,
+            result=row.result,
+            message=row.message,
+            clusters=list(row.clusters or []),
+            explanation=dict(row.explanation or {}),
+            created_at=row.created_at,
+        )
+
+
+class DecisionRepository:
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def append(self, decision: Decision) -> Decision:
+        row = SchedulingDecisionRow(
+            binding_uid=decision.binding_uid,
+            binding_kind=decision.binding_kind,
+            binding_namespace=decision.binding_namespace,
+            binding_name=decision.binding_name,
+            binding_generation=decision.binding_generation,
+            result=decision.result,
+            message=decision.message,
+            clusters=list(decision.clusters),
+            explanation=dict(decision.explanation),
+            created_at=decision.created_at,
+        )
+        self.session.add(row)
+        self.session.flush()
+        return Decision.from_row(row)
+
+    def latest(self, binding_uid: str) -> Decision | None:
+        found = self.history(binding_uid=binding_uid, limit=1)
+        return found[0] if found else None
+
+    def history(
+        self,
+        *,
+        binding_uid: str | None = None,
+        namespace: str | None = None,
+        name: str | None = None,
+        result: str | None = None,
+        since: datetime | None = None,
+        limit: int | None = 100,
+    ) -> list[Decision]:
+        """Decisions matching every given filter, newest first."""
+        t = SchedulingDecisionRow
+        equal = {
+            t.binding_uid: binding_uid,
+            t.binding_namespace: namespace,
+            t.binding_name: name,
+            t.result: result,
+        }
+        conditions = [column == value for column, value in equal.items() if value is not None]
+        if since is not None:
+            conditions.append(t.created_at >= since)
+        statement = select(t).where(*conditions)
+        statement = statement.order_by(t.created_at.desc(), t.id.desc()).limit(limit)
+        return [Decision.from_row(row) for row in self.session.scalars(statement)]

@@ -1,0 +1,170 @@
+"""Columns and child rows computed from a stored body, refreshed on every write of the body.
+
+Invariants:
+- Derived state is a function of the row's ``spec``/``status``/``annotations``/``namespace`` only, so
+  it can never disagree with the JSON the API returns (binding target rows == ``spec.clusters``,
+  eviction-task rows == ``spec.gracefulEvictionTasks``).
+- Child rows are diffed, never dropped and re-added: the unit of work inserts before it deletes, which
+  would trip ``UNIQUE(binding_id, cluster_name)``.
+- Runs under ``no_autoflush``: a lookup here must not flush a half-built row (that would cost an extra
+  UPDATE and bump ``resource_version``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from federation.store.manifest import condition_status
+from federation.store.tables import (
+    EXECUTION_SPACE_PREFIX,
+    BindingTargetClusterRow,
+    ClaimMixin,
+    ClusterRow,
+    GracefulEvictionTaskRow,
+    ObjectMixin,
+    ResourceBindingRow,
+    WorkRow,
+)
+
+# Karmada puts these on every Work; they name the binding the Work was rendered from.
+BINDING_NAMESPACE_ANNOTATION = "resourcebinding.karmada.io/namespace"
+BINDING_NAME_ANNOTATION = "resourcebinding.karmada.io/name"
+CLUSTER_BINDING_NAME_ANNOTATION = "clusterresourcebinding.karmada.io/name"
+
+# Spec fields written by controllers as a *result*; changing them alone does not ask for rescheduling.
+_SCHEDULER_OUTPUT_FIELDS = frozenset({"clusters", "gracefulEvictionTasks"})
+
+
+def refresh(session: Session, row: ObjectMixin, *, old_spec: Any, created: bool) -> None:
+    """Bring ``row``'s derived columns, child rows and dirty flag in line with its body."""
+    with session.no_autoflush:
+        if isinstance(row, ClusterRow):
+            _cluster(row)
+        elif isinstance(row, ResourceBindingRow):
+            _binding(row, old_spec, created)
+        elif isinstance(row, WorkRow):
+            _work(session, row, old_spec, created)
+
+
+def mark_dirty(row: ClaimMixin, *, created: bool) -> None:
+    """Queue the row for its controller; a new input also cancels any retry back-off."""
+    setattr(row, row.dirty_flag, True)
+    # Incremented in SQL, not from the loaded value: a Core UPDATE (claims.mark_dirty) may have moved it.
+    row.dirty_seq = 1 if created else type(row).dirty_seq + 1
+    row.next_attempt_at = None
+
+
+def _spec_dict(row: ObjectMixin) -> Mapping[str, Any]:
+    return row.spec if isinstance(row.spec, Mapping) else {}
+
+
+def _cluster(row: ClusterRow) -> None:
+    spec = _spec_dict(row)
+    zones = spec.get("zones") or []
+    row.region = spec.get("region")
+    row.zone = spec.get("zone") or (zones[0] if zones else None)
+    row.provider = spec.get("provider")
+    row.sync_mode = spec.get("syncMode")
+    row.taints = list(spec.get("taints") or [])
+    row.ready = condition_status(row.status, "Ready")
+
+
+def _binding(row: ResourceBindingRow, old_spec: Any, created: bool) -> None:
+    spec = _spec_dict(row)
+    old = old_spec if isinstance(old_spec, Mapping) else {}
+    resource = spec.get("resource") or {}
+    row.template_uid = resource.get("uid") or None
+    if created or old.get("clusters") != spec.get("clusters"):
+        _sync_targets(row, spec.get("clusters") or [])
+    if created or old.get("gracefulEvictionTasks") != spec.get("gracefulEvictionTasks"):
+        _sync_eviction_tasks(row, spec.get("gracefulEvictionTasks") or [])
+    if created or _without(old, _SCHEDULER_OUTPUT_FIELDS) != _without(spec, _SCHEDULER_OUTPUT_FIELDS):
+        mark_dirty(row, created=created)
+
+
+def _without(spec: Mapping[str, Any], fields: frozenset[str]) -> dict[str, Any]:
+    return {k: v for k, v in spec.items() if k not in fields}
+
+
+def _sync_targets(row: ResourceBindingRow, clusters: list[Any]) -> None:
+    wanted = {str(c["name"]): int(c.get("replicas") or 0) for c in clusters if isinstance(c, Mapping)}
+    existing = {target.cluster_name: target for target in row.targets}
+    for name, target in existing.items():
+        if name not in wanted:
+            row.targets.remove(target)
+    for name, replicas in wanted.items():
+        if name in existing:
+            existing[name].replicas = replicas
+        else:
+            row.targets.append(BindingTargetClusterRow(cluster_name=name, replicas=replicas))
+
+
+def _sync_eviction_tasks(row: ResourceBindingRow, tasks: list[Any]) -> None:
+    wanted = {str(t["fromCluster"]): t for t in tasks if isinstance(t, Mapping)}
+    existing = {task.from_cluster: task for task in row.eviction_tasks}
+    for name, stale in existing.items():
+        if name not in wanted:
+            row.eviction_tasks.remove(stale)
+    for name, body in wanted.items():
+        task = existing.get(name)
+        if task is None:
+            task = GracefulEvictionTaskRow(from_cluster=name)
+            row.eviction_tasks.append(task)
+        _fill_eviction_task(task, body)
+
+
+def _fill_eviction_task(task: GracefulEvictionTaskRow, body: Mapping[str, Any]) -> None:
+    task.replicas = body.get("replicas")
+    task.reason = str(body.get("reason") or "")
+    task.message = str(body.get("message") or "")
+    task.producer = str(body.get("producer") or "")
+    task.creation_timestamp = parse_timestamp(body.get("creationTimestamp"))
+    task.grace_period_seconds = body.get("gracePeriodSeconds")
+    task.suppress_deletion = body.get("suppressDeletion")
+    task.purge_mode = body.get("purgeMode")
+    task.clusters_before_failover = list(body.get("clustersBeforeFailover") or [])
+
+
+def parse_timestamp(value: Any) -> datetime | None:
+    """An RFC 3339 timestamp from a manifest (``...Z`` or with an offset), or None."""
+    if not value:
+        return None
+    return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+
+
+def _work(session: Session, row: WorkRow, old_spec: Any, created: bool) -> None:
+    if row.namespace.startswith(EXECUTION_SPACE_PREFIX):
+        row.cluster_name = row.namespace[len(EXECUTION_SPACE_PREFIX) :]
+    else:
+        row.cluster_name = row.cluster_name or ""
+    row.manifest_hash = manifest_hash(_spec_dict(row))
+    row.applied = condition_status(row.status, "Applied")
+    if created or row.binding_id is None:
+        row.binding_id = _binding_id(session, row.annotations or {})
+    if created or old_spec != row.spec:
+        mark_dirty(row, created=created)
+
+
+def manifest_hash(spec: Mapping[str, Any]) -> str:
+    manifests = (spec.get("workload") or {}).get("manifests") or []
+    canonical = json.dumps(manifests, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _binding_id(session: Session, annotations: Mapping[str, Any]) -> int | None:
+    namespace = str(annotations.get(BINDING_NAMESPACE_ANNOTATION) or "")
+    name = annotations.get(BINDING_NAME_ANNOTATION) if namespace else None
+    name = name or annotations.get(CLUSTER_BINDING_NAME_ANNOTATION)
+    if not name:
+        return None
+    statement = select(ResourceBindingRow.id).where(
+        ResourceBindingRow.namespace == namespace, ResourceBindingRow.name == str(name)
+    )
+    return session.scalar(statement)

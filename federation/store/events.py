@@ -1,0 +1,127 @@
+"""Kubernetes-style events with count deduplication.
+
+Invariant: a repeat of the same (involved object, type, reason, message) is one upsert that bumps
+``count`` and ``last_timestamp``; concurrent recorders cannot create duplicates (``dedup_key`` is unique).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session
+
+from federation.store import dialect
+from federation.store.tables import EventRow, table_of
+
+EVENT_TYPES = frozenset({"Normal", "Warning"})
+
+
+@dataclass(frozen=True, slots=True)
+class InvolvedObject:
+    kind: str
+    name: str
+    namespace: str = ""
+    uid: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    involved: InvolvedObject
+    type: str
+    reason: str
+    message: str
+    count: int
+    first_timestamp: datetime
+    last_timestamp: datetime
+    source: str = ""
+
+    @classmethod
+    def from_row(cls, row: EventRow) -> Event:
+        involved = InvolvedObject(
+            row.involved_kind, row.involved_name, row.involved_namespace, row.involved_uid
+        )
+        return cls(
+            involved=involved,
+            type=row.type,
+            reason=row.reason,
+            message=row.message,
+            count=row.count,
+            first_timestamp=row.first_timestamp,
+            last_timestamp=row.last_timestamp,
+            source=row.source,
+        )
+
+
+def dedup_key(involved: InvolvedObject, type_: str, reason: str, message: str) -> str:
+    fields = [involved.kind, involved.namespace, involved.name, involved.uid, type_, reason, message]
+    return hashlib.sha256(json.dumps(fields).encode()).hexdigest()
+
+
+class EventRepository:
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def record(
+        self,
+        involved: InvolvedObject,
+        type_: str,
+        reason: str,
+        message: str,
+        *,
+        now: datetime,
+        source: str = "",
+    ) -> Event:
+        """Record an event, or count a repeat of an identical one."""
+        if type_ not in EVENT_TYPES:
+            raise ValueError(f"event type must be Normal or Warning, not {type_!r}")
+        table = table_of(EventRow)
+        key = dedup_key(involved, type_, reason, message)
+        statement = dialect.insert(self.session, table).values(
+            dedup_key=key,
+            involved_kind=involved.kind,
+            involved_namespace=involved.namespace,
+            involved_name=involved.name,
+            involved_uid=involved.uid,
+            type=type_,
+            reason=reason,
+            message=message,
+            source=source,
+            count=1,
+            first_timestamp=now,
+            last_timestamp=now,
+        )
+        statement = statement.on_conflict_do_update(
+            index_elements=["dedup_key"],
+            set_={"count": table.c.count + 1, "last_timestamp": statement.excluded.last_timestamp},
+        )
+        self.session.execute(statement)
+        row = self.session.scalars(
+            select(EventRow).where(EventRow.dedup_key == key).execution_options(populate_existing=True)
+        ).one()
+        return Event.from_row(row)
+
+    def for_object(self, kind: str, namespace: str, name: str) -> list[Event]:
+        """Events about one object, oldest first (as ``describe`` prints them)."""
+        statement = (
+            select(EventRow)
+            .where(
+                EventRow.involved_kind == kind,
+                EventRow.involved_namespace == namespace,
+                EventRow.involved_name == name,
+            )
+            .order_by(EventRow.last_timestamp, EventRow.id)
+        )
+        return [Event.from_row(row) for row in self.session.scalars(statement)]
+
+    def recent(self, limit: int = 100) -> list[Event]:
+        statement = select(EventRow).order_by(EventRow.last_timestamp.desc(), EventRow.id.desc()).limit(limit)
+        return [Event.from_row(row) for row in self.session.scalars(statement)]
+
+    def prune(self, before: datetime) -> int:
+        """Delete events last seen before ``before``; returns how many."""
+        result = self.session.execute(delete(EventRow).where(EventRow.last_timestamp < before))
+        return int(result.rowcount)  # type: ignore[attr-defined]

@@ -1,0 +1,138 @@
+"""Leases: member-cluster heartbeats and the controller leader lease.
+
+Invariants:
+- One row per (kind, name). ``expires_at = renew_time + duration`` is stored, so expiry is a plain
+  comparison on both backends. A lease is expired when ``expires_at <= now``.
+- Leader acquisition is one conditional UPDATE (``holder is me OR nobody OR expired``) after an
+  insert-if-missing, so two candidates can never both win; time is always passed in (``now``), never read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Select, case, literal, or_, select, update
+from sqlalchemy.orm import Session
+
+from federation.store import dialect
+from federation.store.tables import LeaseRow, table_of
+from federation.store.types import UTCDateTime
+
+CLUSTER = "cluster"
+LEADER = "leader"
+DEFAULT_LEADER_LEASE = "controllers"
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    kind: str
+    name: str
+    holder: str | None
+    acquired_at: datetime | None
+    renew_time: datetime | None
+    duration_seconds: int
+    expires_at: datetime | None
+    transitions: int
+
+    @classmethod
+    def from_row(cls, row: LeaseRow) -> Lease:
+        return cls(
+            row.kind,
+            row.name,
+            row.holder,
+            row.acquired_at,
+            row.renew_time,
+            row.duration_seconds,
+            row.expires_at,
+            row.transitions,
+        )
+
+    def expired(self, now: datetime) -> bool:
+        return self.expires_at is None or self.expires_at <= now
+
+
+class LeaseRepository:
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    # -- cluster heartbeats ----------------------------------------------------------------------------
+
+    def renew_cluster_lease(self, cluster: str, holder: str, now: datetime, duration_seconds: int) -> Lease:
+        """Record a heartbeat from ``cluster``'s agent (creating the lease on first renewal)."""
+        self._ensure(CLUSTER, cluster, duration_seconds)
+        statement = (
+            update(table_of(LeaseRow))
+            .where(LeaseRow.kind == CLUSTER, LeaseRow.name == cluster)
+            .values(**self._taken(holder, now, duration_seconds))
+        )
+        self.session.execute(statement)
+        lease = self.get(CLUSTER, cluster)
+        assert lease is not None  # _ensure inserted it
+        return lease
+
+    def cluster_leases(self) -> list[Lease]:
+        statement = select(LeaseRow).where(LeaseRow.kind == CLUSTER).order_by(LeaseRow.name)
+        return [Lease.from_row(row) for row in self._fresh(statement)]
+
+    def get(self, kind: str, name: str) -> Lease | None:
+        statement = select(LeaseRow).where(LeaseRow.kind == kind, LeaseRow.name == name)
+        row = next(iter(self._fresh(statement)), None)
+        return None if row is None else Lease.from_row(row)
+
+    # -- leader election -------------------------------------------------------------------------------
+
+    def try_acquire(
+        self, holder: str, now: datetime, duration_seconds: int, name: str = DEFAULT_LEADER_LEASE
+    ) -> bool:
+        """Acquire or renew the leader lease; False while another holder's lease is unexpired."""
+        self._ensure(LEADER, name, duration_seconds)
+        statement = (
+            update(table_of(LeaseRow))
+            .where(
+                LeaseRow.kind == LEADER,
+                LeaseRow.name == name,
+                or_(LeaseRow.holder == holder, LeaseRow.holder.is_(None), LeaseRow.expires_at <= now),
+            )
+            .values(**self._taken(holder, now, duration_seconds))
+        )
+        return bool(self.session.execute(statement).rowcount)  # type: ignore[attr-defined]
+
+    def release(self, holder: str, now: datetime, name: str = DEFAULT_LEADER_LEASE) -> bool:
+        """Give up the leader lease if ``holder`` has it, so a successor need not wait for expiry."""
+        statement = (
+            update(table_of(LeaseRow))
+            .where(LeaseRow.kind == LEADER, LeaseRow.name == name, LeaseRow.holder == holder)
+            .values(holder=None, expires_at=now)
+        )
+        return bool(self.session.execute(statement).rowcount)  # type: ignore[attr-defined]
+
+    def leader(self, now: datetime, name: str = DEFAULT_LEADER_LEASE) -> str | None:
+        lease = self.get(LEADER, name)
+        return None if lease is None or lease.expired(now) else lease.holder
+
+    # -- helpers ---------------------------------------------------------------------------------------
+
+    def _ensure(self, kind: str, name: str, duration_seconds: int) -> None:
+        statement = dialect.insert(self.session, table_of(LeaseRow)).values(
+            kind=kind, name=name, duration_seconds=duration_seconds, transitions=0
+        )
+        self.session.execute(statement.on_conflict_do_nothing(index_elements=["kind", "name"]))
+
+    @staticmethod
+    def _taken(holder: str, now: datetime, duration_seconds: int) -> dict[str, object]:
+        same_holder = LeaseRow.holder == holder
+        return {
+            "holder": holder,
+            "renew_time": now,
+            "duration_seconds": duration_seconds,
+            "expires_at": now + timedelta(seconds=duration_seconds),
+            # Typed literal: UTCDateTime normalizes the zone; an untyped datetime would bind as given.
+            "acquired_at": case((same_holder, LeaseRow.acquired_at), else_=literal(now, UTCDateTime())),
+            "transitions": case((same_holder, LeaseRow.transitions), else_=LeaseRow.transitions + 1),
+        }
+
+    def _fresh(self, statement: Select[Any]) -> list[LeaseRow]:
+        # Leases are written with Core UPDATEs; bypass stale identity-map copies.
+        return list(self.session.scalars(statement.execution_options(populate_existing=True)))

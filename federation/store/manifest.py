@@ -1,0 +1,106 @@
+"""Translation between Kubernetes-shaped dicts and the shared columns of an object row.
+
+Invariants:
+- ``join(row)`` returns a fresh deep copy: callers may mutate it without touching ORM state (JSON
+  columns are not mutation-tracked, so in-place edits would silently never be written).
+- Server-owned metadata (uid, resourceVersion, generation, creationTimestamp) is never taken from the
+  caller's manifest; ``split`` drops it.
+- ``metadata.resourceVersion`` is rendered as a string, as in Kubernetes; it is the row's
+  ``resource_version`` integer.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from federation.store.tables.base import ObjectMixin
+
+_TOP_LEVEL = frozenset({"apiVersion", "kind", "metadata", "spec", "status"})
+_SERVER_METADATA = frozenset({"uid", "resourceVersion", "generation", "creationTimestamp"})
+_COLUMN_METADATA = frozenset({"name", "namespace", "labels", "annotations"}) | _SERVER_METADATA
+
+
+@dataclass(frozen=True, slots=True)
+class Parts:
+    """A manifest split into the values of the shared columns."""
+
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+    labels: dict[str, Any] = field(default_factory=dict)
+    annotations: dict[str, Any] = field(default_factory=dict)
+    metadata_extra: dict[str, Any] = field(default_factory=dict)
+    spec: Any = None
+    status: Any = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    resource_version: str | None = None
+
+
+def split(obj: Mapping[str, Any]) -> Parts:
+    """The column values of ``obj`` (deep-copied, so later changes to ``obj`` do not leak in)."""
+    meta: Mapping[str, Any] = obj.get("metadata") or {}
+    rv = meta.get("resourceVersion")
+    return Parts(
+        api_version=str(obj.get("apiVersion") or ""),
+        kind=str(obj.get("kind") or ""),
+        namespace=str(meta.get("namespace") or ""),
+        name=str(meta.get("name") or ""),
+        labels=dict(meta.get("labels") or {}),
+        annotations=dict(meta.get("annotations") or {}),
+        metadata_extra=copy.deepcopy({k: v for k, v in meta.items() if k not in _COLUMN_METADATA}),
+        spec=copy.deepcopy(obj.get("spec")),
+        status=copy.deepcopy(obj.get("status")),
+        extra=copy.deepcopy({k: v for k, v in obj.items() if k not in _TOP_LEVEL}),
+        resource_version=None if rv in (None, "") else str(rv),
+    )
+
+
+def generation_content(spec: Any, extra: Mapping[str, Any]) -> Any:
+    """What ``metadata.generation`` tracks: ``spec``, or for kinds without one, the body beyond metadata."""
+    return ("spec", spec) if spec is not None else ("body", dict(extra))
+
+
+def format_timestamp(value: datetime) -> str:
+    """RFC 3339 in UTC with second precision, as Kubernetes renders ``metav1.Time``."""
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def join(row: ObjectMixin) -> dict[str, Any]:
+    """The manifest a row stores, with server-owned metadata filled in."""
+    obj: dict[str, Any] = {"apiVersion": row.api_version, "kind": row.kind, "metadata": _metadata(row)}
+    if row.spec is not None:
+        obj["spec"] = copy.deepcopy(row.spec)
+    obj.update(copy.deepcopy(row.extra or {}))
+    if row.status is not None:
+        obj["status"] = copy.deepcopy(row.status)
+    return obj
+
+
+def _metadata(row: ObjectMixin) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": row.name}
+    if row.namespace:
+        meta["namespace"] = row.namespace
+    meta["uid"] = row.uid
+    meta["resourceVersion"] = str(row.resource_version)
+    meta["generation"] = row.generation
+    meta["creationTimestamp"] = format_timestamp(row.created_at)
+    if row.labels:
+        meta["labels"] = dict(row.labels)
+    if row.annotations:
+        meta["annotations"] = dict(row.annotations)
+    meta.update(copy.deepcopy(row.metadata_extra or {}))
+    return meta
+
+
+def condition_status(status: Any, condition_type: str) -> bool | None:
+    """``True``/``False`` for a ``status.conditions`` entry of that type; ``None`` if absent or Unknown."""
+    conditions = status.get("conditions") if isinstance(status, Mapping) else None
+    for condition in conditions or []:
+        if isinstance(condition, Mapping) and condition.get("type") == condition_type:
+            return {"True": True, "False": False}.get(str(condition.get("status")))
+    return None

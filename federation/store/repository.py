@@ -1,0 +1,269 @@
+"""The generic repository for every API-object table, speaking plain Kubernetes-shaped dicts.
+
+Invariants:
+- ``resourceVersion`` is per object: "1" on create, +1 on every write that changes something (a no-op
+  replace writes nothing and keeps it). A stale ``metadata.resourceVersion`` is refused up front; a writer
+  that raced past that check still loses at flush (``UPDATE ... WHERE resource_version = :seen``).
+- ``generation`` starts at 1 and is bumped only when ``spec`` changes (for kinds without ``spec``: the
+  top-level body beyond metadata/status). Status writes and metadata-only writes never bump it.
+- ``replace`` keeps ``status``, ``uid`` and ``creationTimestamp``; status is written only by
+  ``update_status``.
+- Lists are ordered by (namespace, name) and paged by keyset (see ``pagination``).
+- Never commits; flushes so errors surface inside the call that caused them.
+"""
+
+from __future__ import annotations
+
+import builtins
+import copy
+import uuid
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ColumnElement, and_, delete, or_, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+from sqlalchemy.orm.exc import StaleDataError
+
+from federation.store import derive, pagination
+from federation.store.errors import AlreadyExists, Conflict, NotFound
+from federation.store.kinds import table_for
+from federation.store.manifest import Parts, generation_content, join, split
+from federation.store.tables import ObjectMixin
+from federation.store.types import utcnow
+
+Selector = Callable[[dict[str, str]], bool]
+Clock = Callable[[], datetime]
+
+# Rows fetched per round trip while a Python-side label selector filters a page.
+SELECTOR_BATCH = 200
+
+
+class ObjectRepository:
+    """CRUD for one kind (``apiVersion`` + ``kind``) on whichever table stores it."""
+
+    def __init__(self, session: Session, kind: str, api_version: str, *, clock: Clock = utcnow) -> None:
+        self.session = session
+        self.kind = kind
+        self.api_version = api_version
+        choice = table_for(api_version, kind)
+        self.table = choice.table
+        self._match_kind = choice.match_kind
+        self._match_api_version = choice.match_api_version
+        self._clock = clock
+
+    # -- reads -----------------------------------------------------------------------------------------
+
+    def get(self, namespace: str | None, name: str) -> dict[str, Any] | None:
+        row = self.find_row(namespace or "", name)
+        return None if row is None else join(row)
+
+    def list(
+        self,
+        namespace: str | None = None,
+        *,
+        selector: Selector | None = None,
+        limit: int | None = None,
+        continue_token: str | None = None,
+    ) -> tuple[builtins.list[dict[str, Any]], str | None]:
+        """One page of objects (all namespaces when ``namespace`` is None) and the token for the next."""
+        cursor = pagination.decode(continue_token) if continue_token else None
+        limit = limit if limit and limit > 0 else None
+        rows = self._matching_rows(namespace, selector, limit, cursor)
+        if limit is None or len(rows) <= limit:
+            return [join(row) for row in rows], None
+        page = rows[:limit]
+        token = pagination.encode(pagination.Cursor(page[-1].namespace, page[-1].name))
+        return [join(row) for row in page], token
+
+    def _matching_rows(
+        self,
+        namespace: str | None,
+        selector: Selector | None,
+        limit: int | None,
+        cursor: pagination.Cursor | None,
+    ) -> builtins.list[ObjectMixin]:
+        """Up to ``limit + 1`` matching rows after ``cursor`` (the extra one proves a next page exists)."""
+        if limit is None:
+            return [row for row in self._rows_after(namespace, cursor, None) if _selected(row, selector)]
+        wanted = limit + 1
+        batch = wanted if selector is None else max(wanted, SELECTOR_BATCH)
+        matches: builtins.list[ObjectMixin] = []
+        # A selector may reject rows, so keep reading batches until the page is full or rows run out.
+        while len(matches) < wanted:
+            rows = self._rows_after(namespace, cursor, batch)
+            matches.extend(row for row in rows if _selected(row, selector))
+            if len(rows) < batch:
+                break
+            cursor = pagination.Cursor(rows[-1].namespace, rows[-1].name)
+        return matches[:wanted]
+
+    def _rows_after(
+        self, namespace: str | None, cursor: pagination.Cursor | None, limit: int | None
+    ) -> builtins.list[ObjectMixin]:
+        table = self.table
+        statement = select(table).where(*self._scope(namespace)).order_by(table.namespace, table.name)
+        if cursor is not None:
+            statement = statement.where(_after(table, cursor))
+        if limit is not None:
+            statement = statement.limit(limit)
+        return builtins.list(self.session.scalars(statement))
+
+    def find_row(self, namespace: str, name: str) -> ObjectMixin | None:
+        """The ORM row (for typed repositories in this package); callers outside use ``get``."""
+        statement = select(self.table).where(*self._scope(namespace), self.table.name == name)
+        return self.session.scalars(statement).one_or_none()
+
+    def require_row(self, namespace: str, name: str) -> ObjectMixin:
+        row = self.find_row(namespace, name)
+        if row is None:
+            raise NotFound(self.kind, namespace, name)
+        return row
+
+    def _scope(self, namespace: str | None) -> builtins.list[ColumnElement[bool]]:
+        conditions: builtins.list[ColumnElement[bool]] = []
+        if self._match_kind:
+            conditions.append(self.table.kind == self.kind)
+        if self._match_api_version:
+            conditions.append(self.table.api_version == self.api_version)
+        if namespace is not None:
+            conditions.append(self.table.namespace == namespace)
+        return conditions
+
+    # -- writes ----------------------------------------------------------------------------------------
+
+    def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+        parts = split(obj)
+        self._check_kind(parts)
+        if self.find_row(parts.namespace, parts.name) is not None:
+            raise AlreadyExists(self.kind, parts.namespace, parts.name)
+        row = self._new_row(parts)
+        derive.refresh(self.session, row, old_spec=None, created=True)
+        self.session.add(row)
+        self._flush(row, creating=True)
+        return join(row)
+
+    def _new_row(self, parts: Parts) -> ObjectMixin:
+        now = self._clock()
+        factory: Callable[..., ObjectMixin] = self.table
+        return factory(
+            uid=str(uuid.uuid4()),
+            api_version=parts.api_version or self.api_version,
+            kind=self.kind,
+            namespace=parts.namespace,
+            name=parts.name,
+            generation=1,
+            labels=parts.labels,
+            annotations=parts.annotations,
+            metadata_extra=parts.metadata_extra,
+            spec=parts.spec,
+            status=parts.status,
+            extra=parts.extra,
+            created_at=now,
+            updated_at=now,
+        )
+
+    def replace(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+        """Replace labels, annotations, metadata and body; ``status`` and server metadata are kept."""
+        parts = split(obj)
+        self._check_kind(parts)
+        row = self.require_row(parts.namespace, parts.name)
+        self._check_version(row, parts.resource_version)
+        if not _differs(row, parts):
+            return join(row)
+        old_spec = row.spec
+        if generation_content(row.spec, row.extra) != generation_content(parts.spec, parts.extra):
+            row.generation += 1
+        _assign(row, parts)
+        row.updated_at = self._clock()
+        derive.refresh(self.session, row, old_spec=old_spec, created=False)
+        self._flush(row)
+        return join(row)
+
+    def update_status(
+        self, namespace: str | None, name: str, status: Any, expected_rv: str | int | None = None
+    ) -> dict[str, Any]:
+        """Write ``status`` only; never bumps ``generation``."""
+        row = self.require_row(namespace or "", name)
+        self._check_version(row, None if expected_rv is None else str(expected_rv))
+        if row.status == status:
+            return join(row)
+        row.status = copy.deepcopy(status)
+        row.updated_at = self._clock()
+        derive.refresh(self.session, row, old_spec=row.spec, created=False)
+        self._flush(row)
+        return join(row)
+
+    def delete(
+        self, namespace: str | None, name: str, expected_rv: str | int | None = None
+    ) -> dict[str, Any]:
+        """Delete now (no finalizers) and return the last state; child rows go by ON DELETE CASCADE."""
+        row = self.require_row(namespace or "", name)
+        self._check_version(row, None if expected_rv is None else str(expected_rv))
+        last = join(row)
+        self.session.execute(delete(self.table).where(self.table.id == row.id))
+        self.session.expunge(row)
+        return last
+
+    # -- helpers ---------------------------------------------------------------------------------------
+
+    def _check_kind(self, parts: Parts) -> None:
+        if parts.kind and parts.kind != self.kind:
+            raise ValueError(f"object of kind {parts.kind!r} given to the {self.kind} repository")
+        if not parts.name:
+            raise ValueError(f"{self.kind} without metadata.name")
+
+    def _check_version(self, row: ObjectMixin, expected: str | None) -> None:
+        if expected is not None and expected != str(row.resource_version):
+            detail = f"resourceVersion {expected} is stale (current {row.resource_version})"
+            raise Conflict(self.kind, row.namespace, row.name, detail)
+
+    def _flush(self, row: ObjectMixin, *, creating: bool = False) -> None:
+        # Read the name first: after a failed flush the row's attributes can no longer be loaded.
+        namespace, name = row.namespace, row.name
+        try:
+            self.session.flush()
+        except StaleDataError as exc:
+            raise Conflict(self.kind, namespace, name) from exc
+        except IntegrityError as exc:
+            if creating:  # lost a race with a concurrent create of the same name
+                raise AlreadyExists(self.kind, namespace, name) from exc
+            raise
+
+
+def objects(session: Session, api_version: str, kind: str, *, clock: Clock = utcnow) -> ObjectRepository:
+    """The repository for ``apiVersion``/``kind``, whatever table stores it."""
+    return ObjectRepository(session, kind, api_version, clock=clock)
+
+
+def _selected(row: ObjectMixin, selector: Selector | None) -> bool:
+    return selector is None or selector(dict(row.labels or {}))
+
+
+def _after(table: type[ObjectMixin], cursor: pagination.Cursor) -> ColumnElement[bool]:
+    # Row-value comparison spelled out: (namespace, name) > (:ns, :name) on every backend.
+    return or_(
+        table.namespace > cursor.namespace,
+        and_(table.namespace == cursor.namespace, table.name > cursor.name),
+    )
+
+
+def _differs(row: ObjectMixin, parts: Parts) -> bool:
+    return (
+        row.labels != parts.labels
+        or row.annotations != parts.annotations
+        or row.metadata_extra != parts.metadata_extra
+        or row.spec != parts.spec
+        or row.extra != parts.extra
+        or (bool(parts.api_version) and row.api_version != parts.api_version)
+    )
+
+
+def _assign(row: ObjectMixin, parts: Parts) -> None:
+    row.api_version = parts.api_version or row.api_version
+    row.labels = parts.labels
+    row.annotations = parts.annotations
+    row.metadata_extra = parts.metadata_extra
+    row.spec = parts.spec
+    row.extra = parts.extra

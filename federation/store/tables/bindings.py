@@ -1,0 +1,80 @@
+"""ResourceBinding / ClusterResourceBinding, their target clusters and graceful-eviction tasks as rows.
+
+Invariants:
+- ``kind`` tells the two binding kinds apart; a ClusterResourceBinding has ``namespace == ""``.
+- ``binding_target_clusters`` mirrors ``spec.clusters`` and ``graceful_eviction_tasks`` mirrors
+  ``spec.gracefulEvictionTasks`` exactly; the repository rewrites the rows in the same flush as the JSON,
+  and the JSON stays the source the API returns. The rows exist so "which bindings are on cluster X"
+  and "which tasks evict from X" are one indexed query.
+- ``needs_scheduling`` is set when the binding is created or its spec changes outside ``spec.clusters``
+  (the scheduler's own output), cleared by the scheduler when it finishes (see ``claims``).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from federation.store.tables.base import NAME_LENGTH, Base, ClaimMixin, ObjectMixin, bool_column
+from federation.store.types import JSONType, UTCDateTime
+
+
+class ResourceBindingRow(ObjectMixin, ClaimMixin, Base):
+    __tablename__ = "resource_bindings"
+    __table_args__ = (
+        UniqueConstraint("kind", "namespace", "name", name="uq_resource_bindings_kind_namespace_name"),
+        # The scheduler's claim query: dirty rows in id order.
+        Index("ix_resource_bindings_needs_scheduling_id", "needs_scheduling", "id"),
+    )
+    dirty_flag = "needs_scheduling"
+
+    needs_scheduling: Mapped[bool] = bool_column(default=True)
+    # spec.resource.uid: the template this binding was made for.
+    template_uid: Mapped[str | None] = mapped_column(String(36), index=True, nullable=True)
+
+    targets: Mapped[list[BindingTargetClusterRow]] = relationship(
+        back_populates="binding", cascade="all, delete-orphan", passive_deletes=True
+    )
+    eviction_tasks: Mapped[list[GracefulEvictionTaskRow]] = relationship(
+        back_populates="binding", cascade="all, delete-orphan", passive_deletes=True
+    )
+
+
+class BindingTargetClusterRow(Base):
+    """One entry of a binding's ``spec.clusters``."""
+
+    __tablename__ = "binding_target_clusters"
+    __table_args__ = (UniqueConstraint("binding_id", "cluster_name", name="uq_binding_target_clusters"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    binding_id: Mapped[int] = mapped_column(ForeignKey("resource_bindings.id", ondelete="CASCADE"))
+    cluster_name: Mapped[str] = mapped_column(String(NAME_LENGTH), index=True)
+    replicas: Mapped[int] = mapped_column(Integer, default=0)
+
+    binding: Mapped[ResourceBindingRow] = relationship(back_populates="targets")
+
+
+class GracefulEvictionTaskRow(Base):
+    """One entry of a binding's ``spec.gracefulEvictionTasks`` (Karmada GracefulEvictionTask)."""
+
+    __tablename__ = "graceful_eviction_tasks"
+    __table_args__ = (UniqueConstraint("binding_id", "from_cluster", name="uq_graceful_eviction_tasks"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    binding_id: Mapped[int] = mapped_column(ForeignKey("resource_bindings.id", ondelete="CASCADE"))
+    from_cluster: Mapped[str] = mapped_column(String(NAME_LENGTH), index=True)
+    replicas: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    reason: Mapped[str] = mapped_column(String(NAME_LENGTH), default="")
+    message: Mapped[str] = mapped_column(Text, default="")
+    producer: Mapped[str] = mapped_column(String(NAME_LENGTH), default="")
+    # Indexed for the timeout sweep of the graceful-eviction controller.
+    creation_timestamp: Mapped[datetime | None] = mapped_column(UTCDateTime(), index=True, nullable=True)
+    grace_period_seconds: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    suppress_deletion: Mapped[bool | None] = bool_column(nullable=True)
+    purge_mode: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    clusters_before_failover: Mapped[list[Any]] = mapped_column(JSONType, default=list)
+
+    binding: Mapped[ResourceBindingRow] = relationship(back_populates="eviction_tasks")

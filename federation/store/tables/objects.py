@@ -1,0 +1,72 @@
+"""Tables for API objects that need only the shared columns plus a few indexed extracts.
+
+Invariant: every extracted column (``region``, ``ready``, ...) is derived from the stored body by the
+repository on each write (``federation.store.derive``); nothing else writes them, except
+``clusters.credentials``, which is not part of the body at all (encrypted, never returned).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Index, LargeBinary, String, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from federation.store.tables.base import NAME_LENGTH, Base, ObjectMixin, bool_column
+from federation.store.types import JSONType
+
+
+def _unique_name(table: str) -> UniqueConstraint:
+    return UniqueConstraint("namespace", "name", name=f"uq_{table}_namespace_name")
+
+
+class ClusterRow(ObjectMixin, Base):
+    """A member cluster (cluster.karmada.io Cluster, cluster-scoped)."""
+
+    __tablename__ = "clusters"
+    __table_args__ = (_unique_name("clusters"),)
+
+    region: Mapped[str | None] = mapped_column(String(NAME_LENGTH), index=True, nullable=True)
+    zone: Mapped[str | None] = mapped_column(String(NAME_LENGTH), index=True, nullable=True)
+    provider: Mapped[str | None] = mapped_column(String(NAME_LENGTH), index=True, nullable=True)
+    sync_mode: Mapped[str | None] = mapped_column(String(16), index=True, nullable=True)
+    taints: Mapped[list[Any]] = mapped_column(JSONType, default=list)
+    # Fernet token of the member's kubeconfig/credentials; see federation.store.crypto.
+    credentials: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True, deferred=True)
+    # From status.conditions[type=Ready]: True/False, NULL while unknown.
+    ready: Mapped[bool | None] = bool_column(index=True, nullable=True)
+
+
+class ResourceTemplateRow(ObjectMixin, Base):
+    """Any other kind a user propagates (Deployment, ConfigMap, a CRD...), namespaced or cluster-scoped."""
+
+    __tablename__ = "resource_templates"
+    __table_args__ = (
+        # Also the index for "list kind K (in namespace N) ordered by namespace, name".
+        UniqueConstraint(
+            "api_version", "kind", "namespace", "name", name="uq_resource_templates_api_version_kind"
+        ),
+        Index("ix_resource_templates_kind", "kind"),
+    )
+
+
+class PropagationPolicyRow(ObjectMixin, Base):
+    __tablename__ = "propagation_policies"
+    __table_args__ = (_unique_name("propagation_policies"),)
+
+
+class ClusterPropagationPolicyRow(ObjectMixin, Base):
+    __tablename__ = "cluster_propagation_policies"
+    __table_args__ = (_unique_name("cluster_propagation_policies"),)
+
+
+class WorkloadPolicyRow(ObjectMixin, Base):
+    """Kosmos ``kosmos.io/v1alpha1 WorkloadPolicy``."""
+
+    __tablename__ = "workload_policies"
+    __table_args__ = (_unique_name("workload_policies"),)
+
+
+class WorkloadRebalancerRow(ObjectMixin, Base):
+    __tablename__ = "workload_rebalancers"
+    __table_args__ = (_unique_name("workload_rebalancers"),)

@@ -1,0 +1,63 @@
+"""Leases: cluster heartbeats and leader election with explicit time (no sleeps)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from federation.store import LeaseRepository, UnitOfWork
+
+from .support import T0
+
+
+def at(seconds: float) -> datetime:
+    return T0 + timedelta(seconds=seconds)
+
+
+def test_leader_takeover_only_after_expiry(uow: UnitOfWork) -> None:
+    with uow() as session:
+        assert LeaseRepository(session).try_acquire("a", at(0), 40)
+    with uow() as session:
+        leases = LeaseRepository(session)
+        assert not leases.try_acquire("b", at(10), 40)
+        assert leases.try_acquire("a", at(20), 40)  # renewal: expires at 60 now
+        assert not leases.try_acquire("b", at(59), 40)
+        assert leases.leader(at(59)) == "a"
+    with uow() as session:
+        leases = LeaseRepository(session)
+        assert leases.leader(at(60)) is None
+        assert leases.try_acquire("b", at(60), 40)
+        assert not leases.try_acquire("a", at(61), 40)
+        lease = leases.get("leader", "controllers")
+    assert lease is not None
+    assert (lease.holder, lease.acquired_at, lease.expires_at, lease.transitions) == ("b", at(60), at(100), 2)
+
+
+def test_release_lets_a_successor_in_at_once(uow: UnitOfWork) -> None:
+    with uow() as session:
+        leases = LeaseRepository(session)
+        assert leases.try_acquire("a", at(0), 40)
+        assert not leases.release("b", at(1))  # not the holder
+        assert leases.release("a", at(1))
+        assert leases.try_acquire("b", at(2), 40)
+
+
+def test_leases_by_name_are_independent(uow: UnitOfWork) -> None:
+    with uow() as session:
+        leases = LeaseRepository(session)
+        assert leases.try_acquire("a", at(0), 40, name="scheduler")
+        assert leases.try_acquire("b", at(0), 40, name="status")
+        assert leases.leader(at(1), name="scheduler") == "a"
+
+
+def test_cluster_lease_renewal(uow: UnitOfWork) -> None:
+    with uow() as session:
+        leases = LeaseRepository(session)
+        first = leases.renew_cluster_lease("member1", "agent-1", at(0), 40)
+        second = leases.renew_cluster_lease("member1", "agent-1", at(10), 40)
+        leases.renew_cluster_lease("member2", "agent-2", at(5), 40)
+    assert first.renew_time == at(0) and first.acquired_at == at(0)
+    assert second.renew_time == at(10) and second.acquired_at == at(0) and second.expires_at == at(50)
+    assert not second.expired(at(49)) and second.expired(at(50))
+    with uow() as session:
+        names = [lease.name for lease in LeaseRepository(session).cluster_leases()]
+    assert names == ["member1", "member2"]

@@ -1,0 +1,80 @@
+"""Works: derived cluster/binding/hash columns, per-cluster and per-binding queries, sync flag."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from federation.store import BindingRepository, NotFound, WorkRepository, execution_namespace, objects
+from federation.store.tables import WorkRow
+
+from .factories import make_binding, make_deployment, make_work
+
+WORK = ("work.karmada.io/v1alpha1", "Work")
+RB = ("work.karmada.io/v1alpha2", "ResourceBinding")
+
+
+def work_row(session: Session, namespace: str, name: str) -> WorkRow:
+    row = session.scalars(select(WorkRow).where(WorkRow.namespace == namespace, WorkRow.name == name)).one()
+    session.refresh(row)
+    return row
+
+
+def test_work_columns_derive_from_body(session: Session) -> None:
+    objects(session, *RB).create(make_binding())
+    repo = objects(session, *WORK)
+    repo.create(make_work())
+    row = work_row(session, "karmada-es-member1", "nginx-687f7fb96f")
+    assert row.cluster_name == "member1"
+    assert row.binding_id is not None
+    assert len(row.manifest_hash) == 64
+    assert (row.needs_sync, row.applied) == (True, None)
+    first_hash = row.manifest_hash
+    repo.replace(make_work(spec={"workload": {"manifests": [make_deployment(spec={"replicas": 9})]}}))
+    assert work_row(session, "karmada-es-member1", "nginx-687f7fb96f").manifest_hash != first_hash
+    repo.update_status(
+        "karmada-es-member1", "nginx-687f7fb96f", {"conditions": [{"type": "Applied", "status": "True"}]}
+    )
+    assert work_row(session, "karmada-es-member1", "nginx-687f7fb96f").applied is True
+
+
+def test_queries_by_cluster_binding_and_orphans(session: Session) -> None:
+    objects(session, *RB).create(make_binding())
+    repo = objects(session, *WORK)
+    repo.create(make_work("w1", "member1"))
+    repo.create(make_work("w2", "member2"))
+    repo.create(make_work("w3", "member1", binding=None))
+    works = WorkRepository(session)
+    assert [w["metadata"]["name"] for w in works.on_cluster("member1")] == ["w1", "w3"]
+    assert [w["metadata"]["name"] for w in works.for_binding("default", "nginx-deployment")] == ["w1", "w2"]
+    assert [w["metadata"]["name"] for w in works.orphans()] == ["w3"]
+    assert execution_namespace("member1") == "karmada-es-member1"
+
+
+def test_deleting_the_binding_orphans_its_works(session: Session) -> None:
+    objects(session, *RB).create(make_binding())
+    objects(session, *WORK).create(make_work())
+    objects(session, *RB).delete("default", "nginx-deployment")
+    session.expire_all()
+    assert [w["metadata"]["name"] for w in WorkRepository(session).orphans()] == ["nginx-687f7fb96f"]
+    assert BindingRepository(session).get("default", "nginx-deployment") is None
+
+
+def test_mark_synced_respects_later_changes(session: Session) -> None:
+    objects(session, *WORK).create(make_work(binding=None))
+    works = WorkRepository(session)
+    seq = work_row(session, "karmada-es-member1", "nginx-687f7fb96f").dirty_seq
+    works.mark_needs_sync("karmada-es-member1", "nginx-687f7fb96f")  # a change lands mid-sync
+    assert works.mark_synced("karmada-es-member1", "nginx-687f7fb96f", seen_seq=seq) is False
+    row = work_row(session, "karmada-es-member1", "nginx-687f7fb96f")
+    assert row.needs_sync is True
+    assert works.mark_synced("karmada-es-member1", "nginx-687f7fb96f", seen_seq=row.dirty_seq) is True
+    row = work_row(session, "karmada-es-member1", "nginx-687f7fb96f")
+    assert row.needs_sync is False
+    assert row.resource_version == 1  # bookkeeping is not an API change
+
+
+def test_mark_synced_unknown_work(session: Session) -> None:
+    with pytest.raises(NotFound, match='Work "karmada-es-x/nope" not found'):
+        WorkRepository(session).mark_synced("karmada-es-x", "nope")
