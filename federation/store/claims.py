@@ -22,9 +22,22 @@ from typing import Any
 from sqlalchemy import Table, bindparam, or_, select, update
 from sqlalchemy.orm import Session
 
-from federation.store.tables import ResourceBindingRow, WorkRow, table_of
+from federation.store.tables import (
+    ClusterPropagationPolicyRow,
+    PropagationPolicyRow,
+    ResourceBindingRow,
+    ResourceTemplateRow,
+    WorkRow,
+    table_of,
+)
 
-Claimable = type[ResourceBindingRow] | type[WorkRow]
+Claimable = (
+    type[ResourceBindingRow]
+    | type[WorkRow]
+    | type[ResourceTemplateRow]
+    | type[PropagationPolicyRow]
+    | type[ClusterPropagationPolicyRow]
+)
 
 
 @dataclass(frozen=True, slots=True)

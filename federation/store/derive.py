@@ -26,10 +26,13 @@ from federation.store.tables import (
     EXECUTION_SPACE_PREFIX,
     BindingTargetClusterRow,
     ClaimMixin,
+    ClusterPropagationPolicyRow,
     ClusterRow,
     GracefulEvictionTaskRow,
     ObjectMixin,
+    PropagationPolicyRow,
     ResourceBindingRow,
+    ResourceTemplateRow,
     WorkRow,
 )
 
@@ -38,14 +41,29 @@ BINDING_NAMESPACE_ANNOTATION = "resourcebinding.karmada.io/namespace"
 BINDING_NAME_ANNOTATION = "resourcebinding.karmada.io/name"
 CLUSTER_BINDING_NAME_ANNOTATION = "clusterresourcebinding.karmada.io/name"
 
+# Their changes queue the detector.
+DETECTED = (ResourceTemplateRow, PropagationPolicyRow, ClusterPropagationPolicyRow)
+
+# The labels the detector puts on a binding to name the policy that claimed it (Karmada's).
+PP_NAME_LABEL = "propagationpolicy.karmada.io/name"
+PP_NAMESPACE_LABEL = "propagationpolicy.karmada.io/namespace"
+CPP_NAME_LABEL = "clusterpropagationpolicy.karmada.io/name"
+
 # Spec fields written by controllers as a *result*; changing them alone does not ask for rescheduling.
 _SCHEDULER_OUTPUT_FIELDS = frozenset({"clusters", "gracefulEvictionTasks"})
 
 
-def refresh(session: Session, row: ObjectMixin, *, old_spec: Any, created: bool) -> None:
-    """Bring ``row``'s derived columns, child rows and dirty flag in line with its body."""
+def refresh(
+    session: Session, row: ObjectMixin, *, old_spec: Any, created: bool, content_changed: bool = True
+) -> None:
+    """Bring ``row``'s derived columns, child rows and dirty flag in line with its body.
+
+    ``content_changed`` is False for status-only writes: they never queue a template or policy.
+    """
     with session.no_autoflush:
-        if isinstance(row, ClusterRow):
+        if isinstance(row, DETECTED) and content_changed:
+            mark_dirty(row, created=created)
+        elif isinstance(row, ClusterRow):
             _cluster(row)
         elif isinstance(row, ResourceBindingRow):
             _binding(row, old_spec, created)
@@ -59,6 +77,15 @@ def mark_dirty(row: ClaimMixin, *, created: bool) -> None:
     # Incremented in SQL, not from the loaded value: a Core UPDATE (claims.mark_dirty) may have moved it.
     row.dirty_seq = 1 if created else type(row).dirty_seq + 1
     row.next_attempt_at = None
+
+
+def policy_key(labels: Mapping[str, Any]) -> str | None:
+    """``PropagationPolicy/<ns>/<name>`` or ``ClusterPropagationPolicy//<name>`` from binding labels."""
+    if labels.get(PP_NAME_LABEL):
+        return f"PropagationPolicy/{labels.get(PP_NAMESPACE_LABEL, '')}/{labels[PP_NAME_LABEL]}"
+    if labels.get(CPP_NAME_LABEL):
+        return f"ClusterPropagationPolicy//{labels[CPP_NAME_LABEL]}"
+    return None
 
 
 def _spec_dict(row: ObjectMixin) -> Mapping[str, Any]:
@@ -81,6 +108,7 @@ def _binding(row: ResourceBindingRow, old_spec: Any, created: bool) -> None:
     old = old_spec if isinstance(old_spec, Mapping) else {}
     resource = spec.get("resource") or {}
     row.template_uid = resource.get("uid") or None
+    row.policy_key = policy_key(row.labels or {})
     if created or old.get("clusters") != spec.get("clusters"):
         _sync_targets(row, spec.get("clusters") or [])
     if created or old.get("gracefulEvictionTasks") != spec.get("gracefulEvictionTasks"):

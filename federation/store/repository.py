@@ -26,7 +26,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.exc import StaleDataError
 
-from federation.store import derive, pagination
+from federation.store import dependents, derive, pagination
 from federation.store.errors import AlreadyExists, Conflict, NotFound
 from federation.store.kinds import table_for
 from federation.store.manifest import Parts, generation_content, join, split
@@ -191,7 +191,7 @@ class ObjectRepository:
             return join(row)
         row.status = copy.deepcopy(status)
         row.updated_at = self._clock()
-        derive.refresh(self.session, row, old_spec=row.spec, created=False)
+        derive.refresh(self.session, row, old_spec=row.spec, created=False, content_changed=False)
         self._flush(row)
         return join(row)
 
@@ -202,6 +202,7 @@ class ObjectRepository:
         row = self.require_row(namespace or "", name)
         self._check_version(row, None if expected_rv is None else str(expected_rv))
         last = join(row)
+        dependents.before_delete(self.session, row)
         self.session.execute(delete(self.table).where(self.table.id == row.id))
         self.session.expunge(row)
         return last

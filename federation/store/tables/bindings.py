@@ -34,6 +34,9 @@ class ResourceBindingRow(ObjectMixin, ClaimMixin, Base):
     needs_scheduling: Mapped[bool] = bool_column(default=True)
     # spec.resource.uid: the template this binding was made for.
     template_uid: Mapped[str | None] = mapped_column(String(36), index=True, nullable=True)
+    # "<Kind>/<namespace>/<name>" of the policy that claimed the binding (from its policy labels), so
+    # deleting a policy finds the templates it claimed with one indexed query.
+    policy_key: Mapped[str | None] = mapped_column(String(600), index=True, nullable=True)
 
     targets: Mapped[list[BindingTargetClusterRow]] = relationship(
         back_populates="binding", cascade="all, delete-orphan", passive_deletes=True

@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import Index, LargeBinary, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from federation.store.tables.base import NAME_LENGTH, Base, ObjectMixin, bool_column
+from federation.store.tables.base import NAME_LENGTH, Base, ClaimMixin, ObjectMixin, bool_column
 from federation.store.types import JSONType
 
 
@@ -37,11 +37,18 @@ class ClusterRow(ObjectMixin, Base):
     ready: Mapped[bool | None] = bool_column(index=True, nullable=True)
 
 
-class ResourceTemplateRow(ObjectMixin, Base):
-    """Any other kind a user propagates (Deployment, ConfigMap, a CRD...), namespaced or cluster-scoped."""
+class ResourceTemplateRow(ObjectMixin, ClaimMixin, Base):
+    """Any other kind a user propagates (Deployment, ConfigMap, a CRD...), namespaced or cluster-scoped.
+
+    ``needs_detection`` queues the template for the detector: set on create and on every change of its
+    labels, annotations or body (not of its status), and by policy changes that may affect it.
+    """
 
     __tablename__ = "resource_templates"
+    dirty_flag = "needs_detection"
+    needs_detection: Mapped[bool] = bool_column(default=True)
     __table_args__ = (
+        Index("ix_resource_templates_needs_detection_id", "needs_detection", "id"),
         # Also the index for "list kind K (in namespace N) ordered by namespace, name".
         UniqueConstraint(
             "api_version", "kind", "namespace", "name", name="uq_resource_templates_api_version_kind"
@@ -50,14 +57,28 @@ class ResourceTemplateRow(ObjectMixin, Base):
     )
 
 
-class PropagationPolicyRow(ObjectMixin, Base):
+class PropagationPolicyRow(ObjectMixin, ClaimMixin, Base):
+    """Queued for the detector (``needs_detection``) on create and on every change of its body."""
+
     __tablename__ = "propagation_policies"
-    __table_args__ = (_unique_name("propagation_policies"),)
+    __table_args__ = (
+        _unique_name("propagation_policies"),
+        Index("ix_propagation_policies_needs_detection_id", "needs_detection", "id"),
+    )
+    dirty_flag = "needs_detection"
+    needs_detection: Mapped[bool] = bool_column(default=True)
 
 
-class ClusterPropagationPolicyRow(ObjectMixin, Base):
+class ClusterPropagationPolicyRow(ObjectMixin, ClaimMixin, Base):
+    """Queued for the detector (``needs_detection``) on create and on every change of its body."""
+
     __tablename__ = "cluster_propagation_policies"
-    __table_args__ = (_unique_name("cluster_propagation_policies"),)
+    __table_args__ = (
+        _unique_name("cluster_propagation_policies"),
+        Index("ix_cluster_propagation_policies_needs_detection_id", "needs_detection", "id"),
+    )
+    dirty_flag = "needs_detection"
+    needs_detection: Mapped[bool] = bool_column(default=True)
 
 
 class WorkloadPolicyRow(ObjectMixin, Base):

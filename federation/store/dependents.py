@@ -1,0 +1,65 @@
+"""What deleting an object does to the objects that depend on it, in the same transaction.
+
+Invariants (Kubernetes garbage collection and Karmada's detector, done in SQL):
+- Deleting a resource template deletes its (Cluster)ResourceBindings: a binding's ownerReference is its
+  template. The bindings' Works lose their `binding_id` (ON DELETE SET NULL) and so become orphans the
+  execution controller removes from the members.
+- Deleting a (Cluster)PropagationPolicy leaves its bindings and the member objects in place (Karmada
+  does not unpropagate on policy deletion) but queues the templates it claimed for detection, so
+  another matching policy can claim them.
+- Deleting a Cluster queues every binding that targets it for rescheduling (Karmada's trigger "a target
+  cluster was deleted").
+Each is one statement, whatever the number of dependents.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import delete, select, update
+from sqlalchemy.orm import Session
+
+from federation.store.tables import (
+    BindingTargetClusterRow,
+    ClusterPropagationPolicyRow,
+    ClusterRow,
+    ObjectMixin,
+    PropagationPolicyRow,
+    ResourceBindingRow,
+    ResourceTemplateRow,
+    table_of,
+)
+
+
+def before_delete(session: Session, row: ObjectMixin) -> None:
+    if isinstance(row, ResourceTemplateRow):
+        _delete_bindings_of_template(session, row.uid)
+    elif isinstance(row, PropagationPolicyRow | ClusterPropagationPolicyRow):
+        _queue_claimed_templates(session, f"{row.kind}/{row.namespace}/{row.name}")
+    elif isinstance(row, ClusterRow):
+        _queue_bindings_on_cluster(session, row.name)
+
+
+def _delete_bindings_of_template(session: Session, template_uid: str) -> None:
+    bindings = table_of(ResourceBindingRow)
+    session.execute(delete(bindings).where(bindings.c.template_uid == template_uid))
+
+
+def _queue_claimed_templates(session: Session, key: str) -> None:
+    templates = table_of(ResourceTemplateRow)
+    claimed = select(ResourceBindingRow.template_uid).where(ResourceBindingRow.policy_key == key)
+    session.execute(
+        update(templates)
+        .where(templates.c.uid.in_(claimed.scalar_subquery()))
+        .values(needs_detection=True, dirty_seq=templates.c.dirty_seq + 1, next_attempt_at=None)
+    )
+
+
+def _queue_bindings_on_cluster(session: Session, cluster_name: str) -> None:
+    bindings = table_of(ResourceBindingRow)
+    targeting = select(BindingTargetClusterRow.binding_id).where(
+        BindingTargetClusterRow.cluster_name == cluster_name
+    )
+    session.execute(
+        update(bindings)
+        .where(bindings.c.id.in_(targeting.scalar_subquery()))
+        .values(needs_scheduling=True, dirty_seq=bindings.c.dirty_seq + 1, next_attempt_at=None)
+    )
