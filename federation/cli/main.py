@@ -50,12 +50,13 @@ def cli(ctx: click.Context, server: str | None, token: str | None, config_file: 
 
 
 def _register() -> None:
-    from federation.cli import cmd_apply, cmd_get, cmd_server
+    from federation.cli import cmd_apply, cmd_get, cmd_server, cmd_sim
 
     commands = (
         cmd_server.serve_command,
         cmd_server.db_group,
         cmd_server.token_group,
+        cmd_sim.sim_command,
         cmd_apply.apply_command,
         cmd_apply.delete_command,
         cmd_get.get_command,

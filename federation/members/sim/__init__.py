@@ -1,1 +1,23 @@
-"""sim."""
+"""The member-cluster simulator: a Kubernetes API server subset with simulated nodes and pods (KWOK-like).
+
+Public API: ``SimulatorConfig``, ``run_simulator_in_thread(config) -> RunningSimulator`` (url, token,
+kubeconfig, ``set_faults``, ``state``, ``stop``), ``Simulator`` (foreground serving) and ``make_kubeconfig``.
+"""
+
+from federation.members.sim.config import SimulatorConfig
+from federation.members.sim.server import (
+    RunningSimulator,
+    Simulator,
+    make_kubeconfig,
+    run_simulator_in_thread,
+    write_kubeconfig,
+)
+
+__all__ = [
+    "RunningSimulator",
+    "Simulator",
+    "SimulatorConfig",
+    "make_kubeconfig",
+    "run_simulator_in_thread",
+    "write_kubeconfig",
+]

@@ -1,0 +1,255 @@
+"""Per-cluster clients: the ``MemberClient`` protocol and its implementation over the ``kubernetes`` package.
+
+Invariants:
+- Every request has a timeout (connect, read) and no hidden retries (urllib3 retries are off), so a dead
+  member costs at most one timeout per call; callers decide about retrying.
+- Every failure is a ``MemberError`` naming the cluster: ``kind`` is one of kubeconfig, unreachable, timeout,
+  unauthorized, forbidden, not_found, conflict, invalid, api.
+- ``apply`` is server-side apply with field manager ``federation`` and ``force=true``; server-owned fields
+  are stripped from the manifest first, and a missing namespace is created once and the apply retried.
+- Resource names come from discovery (cached per group/version, refreshed on a miss); a kind the member
+  does not advertise falls back to Kubernetes' plural guess, so objects of unlisted kinds still round-trip.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any, Protocol
+
+import httpx
+import kubernetes.client
+import kubernetes.config
+import urllib3
+from kubernetes.client.exceptions import ApiException
+from kubernetes.config.config_exception import ConfigException
+
+from federation.members.discovery import Discovery, enablements_from
+from federation.members.errors import KubeconfigError, MemberError
+from federation.members.kubeconfig import Kubeconfig, load_kubeconfig
+from federation.members.probe import ProbeResult, make_http_client, probe
+from federation.members.summary import ClusterSummary, summarize
+
+FIELD_MANAGER = "federation"
+APPLY_CONTENT_TYPE = "application/apply-patch+yaml"
+_SERVER_METADATA = (
+    "resourceVersion",
+    "uid",
+    "creationTimestamp",
+    "generation",
+    "managedFields",
+    "selfLink",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+)
+_KINDS = {401: "unauthorized", 403: "forbidden", 404: "not_found", 409: "conflict", 422: "invalid"}
+
+
+class MemberClient(Protocol):
+    """What the control plane needs from one member cluster."""
+
+    name: str
+
+    def probe(self) -> ProbeResult: ...
+
+    def version(self) -> str: ...
+
+    def api_enablements(self) -> list[dict[str, Any]]: ...
+
+    def resource_summary(self) -> ClusterSummary: ...
+
+    def apply(self, manifest: dict[str, Any]) -> dict[str, Any]: ...
+
+    def delete(self, api_version: str, kind: str, namespace: str | None, name: str) -> bool: ...
+
+    def get(self, api_version: str, kind: str, namespace: str | None, name: str) -> dict[str, Any] | None: ...
+
+    def close(self) -> None: ...
+
+
+def _build_api_client(name: str, config: Kubeconfig) -> kubernetes.client.ApiClient:
+    configuration = kubernetes.client.Configuration()
+    try:
+        kubernetes.config.load_kube_config_from_dict(
+            config.minimal, client_configuration=configuration, persist_config=False
+        )
+    except (ConfigException, ValueError, TypeError) as exc:
+        raise KubeconfigError(name, f"kubeconfig rejected by the kubernetes client: {exc}") from exc
+    configuration.retries = 0  # one attempt per call; the caller's loop retries with backoff
+    return kubernetes.client.ApiClient(configuration)
+
+
+class KubernetesMemberClient:
+    """A ``MemberClient`` over the official ``kubernetes`` client (requests) and httpx (probes)."""
+
+    def __init__(
+        self,
+        name: str,
+        kubeconfig: dict[str, Any],
+        *,
+        context: str | None = None,
+        timeout: float = 10.0,
+        connect_timeout: float = 5.0,
+        probe_transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.name = name
+        self.config = load_kubeconfig(kubeconfig, context, cluster=name)
+        self.timeout = (connect_timeout, timeout)
+        self._api = _build_api_client(name, self.config)
+        self._http = make_http_client(self.config, timeout, probe_transport)
+        self._discovery = Discovery(self._get_json)
+
+    # --- plumbing ---------------------------------------------------------------------------------
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: list[tuple[str, str]] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+    ) -> Any:
+        """One API call; returns the decoded JSON body. Raises ``MemberError`` for every failure."""
+        try:
+            request = self._api.param_serialize(
+                method,
+                path,
+                query_params=query or [],
+                header_params={"Accept": "application/json", "Content-Type": content_type},
+                body=body,
+                auth_settings=["BearerToken"],
+            )
+            response = self._api.call_api(*request, _request_timeout=self.timeout)
+            response.read()
+        except ApiException as exc:
+            raise self._api_error(method, path, exc.status, exc.body or exc.reason) from exc
+        except urllib3.exceptions.HTTPError as exc:
+            raise self._transport_error(exc) from exc
+        if not 200 <= response.status <= 299:
+            raise self._api_error(method, path, response.status, response.data)
+        return json.loads(response.data) if response.data else None
+
+    def _get_json(self, path: str) -> Any:
+        return self.request("GET", path)
+
+    def _api_error(self, method: str, path: str, status: int | None, body: Any) -> MemberError:
+        if not status:  # the client maps some transport failures (TLS) to status 0
+            return MemberError(self.name, f"{method} {path} failed: {body}", kind="unreachable")
+        message = _status_message(body)
+        kind = _KINDS.get(status, "api")
+        return MemberError(self.name, f"{method} {path}: {status} {message}", kind=kind, status=status)
+
+    def _transport_error(self, exc: Exception) -> MemberError:
+        reason = getattr(exc, "reason", None) or exc
+        # NewConnectionError subclasses ConnectTimeoutError in urllib3, yet means "refused/unresolvable".
+        if isinstance(reason, urllib3.exceptions.NewConnectionError):
+            return MemberError(
+                self.name, f"unreachable at {self.config.server}: {reason}", kind="unreachable"
+            )
+        if isinstance(reason, urllib3.exceptions.TimeoutError) or "timed out" in str(reason).lower():
+            return MemberError(
+                self.name,
+                f"timed out after {self.timeout[1]}s talking to {self.config.server}",
+                kind="timeout",
+            )
+        return MemberError(self.name, f"unreachable at {self.config.server}: {reason}", kind="unreachable")
+
+    # --- the protocol -----------------------------------------------------------------------------
+
+    def probe(self) -> ProbeResult:
+        return probe(self._http)
+
+    def version(self) -> str:
+        return str((self.request("GET", "/version") or {}).get("gitVersion", ""))
+
+    def api_enablements(self) -> list[dict[str, Any]]:
+        return enablements_from(self._discovery.all_resource_lists())
+
+    def resource_summary(self) -> ClusterSummary:
+        nodes = (self.request("GET", "/api/v1/nodes") or {}).get("items") or []
+        pods = (self.request("GET", "/api/v1/pods") or {}).get("items") or []
+        return summarize(nodes, pods)
+
+    def apply(self, manifest: dict[str, Any]) -> dict[str, Any]:
+        body = _applicable(manifest)
+        meta = body["metadata"]
+        _, namespaced = self._discovery.resolve(body["apiVersion"], body["kind"], meta.get("namespace"))
+        if namespaced:
+            meta.setdefault("namespace", "default")
+        path = self._object_path(body["apiVersion"], body["kind"], meta.get("namespace"), meta["name"])
+        query = [("fieldManager", FIELD_MANAGER), ("force", "true")]
+        try:
+            return dict(self.request("PATCH", path, query=query, body=body, content_type=APPLY_CONTENT_TYPE))
+        except MemberError as err:
+            namespace = body["metadata"].get("namespace")
+            if err.kind != "not_found" or not namespace:
+                raise
+            self.ensure_namespace(namespace)
+            return dict(self.request("PATCH", path, query=query, body=body, content_type=APPLY_CONTENT_TYPE))
+
+    def ensure_namespace(self, namespace: str) -> None:
+        body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+        try:
+            self.request("POST", "/api/v1/namespaces", body=body)
+        except MemberError as err:
+            if err.kind != "conflict":
+                raise
+
+    def delete(self, api_version: str, kind: str, namespace: str | None, name: str) -> bool:
+        path = self._object_path(api_version, kind, namespace, name)
+        body = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"}
+        try:
+            self.request("DELETE", path, body=body)
+        except MemberError as err:
+            if err.kind == "not_found":
+                return False
+            raise
+        return True
+
+    def get(self, api_version: str, kind: str, namespace: str | None, name: str) -> dict[str, Any] | None:
+        try:
+            return dict(self.request("GET", self._object_path(api_version, kind, namespace, name)))
+        except MemberError as err:
+            if err.kind == "not_found":
+                return None
+            raise
+
+    def close(self) -> None:
+        self._http.close()
+        self._api.close()
+
+    def _object_path(self, api_version: str, kind: str, namespace: str | None, name: str) -> str:
+        plural, namespaced = self._discovery.resolve(api_version, kind, namespace)
+        prefix = f"/apis/{api_version}" if "/" in api_version else f"/api/{api_version}"
+        scope = f"/namespaces/{namespace or 'default'}" if namespaced else ""
+        return f"{prefix}{scope}/{plural}/{name}"
+
+
+def _applicable(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The manifest without server-owned fields (status, resourceVersion, ...), validated for identity."""
+    body = copy.deepcopy(manifest)
+    meta = body.get("metadata")
+    if (
+        not body.get("apiVersion")
+        or not body.get("kind")
+        or not isinstance(meta, dict)
+        or not meta.get("name")
+    ):
+        raise ValueError("a manifest needs apiVersion, kind and metadata.name")
+    for key in _SERVER_METADATA:
+        meta.pop(key, None)
+    body.pop("status", None)
+    return body
+
+
+def _status_message(body: Any) -> str:
+    """The ``message`` of a Kubernetes Status body, else the body's first line."""
+    text = body.decode(errors="replace") if isinstance(body, bytes) else str(body)
+    try:
+        decoded = json.loads(text)
+    except ValueError:
+        return text.strip().splitlines()[0] if text.strip() else ""
+    if isinstance(decoded, dict):
+        return str(decoded.get("message") or decoded.get("reason") or text)
+    return text

@@ -1,0 +1,344 @@
+"""The simulated cluster's API semantics: the verbs a Kubernetes API server offers, over the object store.
+
+Invariants:
+- Every verb runs under the store lock, so each request is atomic against every other.
+- Writes stamp identity (uid, creationTimestamp), bump ``generation`` only when something outside
+  ``metadata`` and ``status`` changes, and skip the write entirely (same resourceVersion) when nothing
+  changed, so applying the same manifest twice is a no-op.
+- A ``resourceVersion`` in a PUT body (or one left in a patched object) that is not the stored one is a
+  409 Conflict. Namespaced writes into a missing namespace are 404, as on a real server.
+- Pods and workloads have server-owned status: status sent on the main resource is ignored; other kinds
+  keep the status they were created with and change it only through the ``status`` subresource.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable
+from typing import Any
+
+from federation.members.sim import errors
+from federation.members.sim.config import Faults, SimulatorConfig
+from federation.members.sim.kinds import Registry, ResourceType
+from federation.members.sim.managed import record_update, server_side_apply
+from federation.members.sim.nodes import seed_objects
+from federation.members.sim.patching import json_patch, merge_patch, strategic_merge_patch
+from federation.members.sim.pods import rfc3339
+from federation.members.sim.runtime import Runtime, is_workload
+from federation.members.sim.selectors import Predicate
+from federation.members.sim.store import ObjectStore
+from federation.members.sim.validation import check_body, check_workload, register_crd, scale_of
+
+_SERVER_STATUS = ("Pod", "Deployment", "StatefulSet", "ReplicaSet")
+
+MERGE = "application/merge-patch+json"
+STRATEGIC = "application/strategic-merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+APPLY = "application/apply-patch+yaml"
+
+
+class SimCluster:
+    """One member cluster's API state: objects, pods, nodes and their simulated behaviour."""
+
+    def __init__(
+        self, config: SimulatorConfig, faults: Faults, clock: Callable[[], float] = time.time
+    ) -> None:
+        self.config = config
+        self.faults = faults
+        self.clock = clock
+        self.registry = Registry()
+        self.store = ObjectStore()
+        self.runtime = Runtime(self.store, self.registry, config, faults, clock)
+        for plural, obj in seed_objects(config):
+            self._create(self._type("", plural), obj, None)
+
+    def _type(self, group: str, plural: str) -> ResourceType:
+        rtype = self.registry.lookup(group, plural)
+        if rtype is None:
+            raise errors.no_resource()
+        return rtype
+
+    # --- reads -----------------------------------------------------------------------------------
+
+    def get(self, rtype: ResourceType, namespace: str, name: str) -> dict[str, Any]:
+        with self.store.lock:
+            return self._render(rtype, self._existing(rtype, namespace, name))
+
+    def list_objects(
+        self, rtype: ResourceType, namespace: str | None, match: Predicate
+    ) -> list[dict[str, Any]]:
+        with self.store.lock:
+            rendered = [self._render(rtype, o) for o in self.store.list_objects(rtype, namespace)]
+            return [o for o in rendered if match(o)]
+
+    def _existing(self, rtype: ResourceType, namespace: str, name: str) -> dict[str, Any]:
+        obj = self.store.get(rtype, namespace if rtype.namespaced else "", name)
+        if obj is None:
+            raise errors.not_found(rtype.plural, rtype.group, name)
+        return obj
+
+    def _render(self, rtype: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+        if rtype.kind == "Pod" and rtype.group == "":
+            return self.runtime.render_pod(obj)
+        if is_workload(rtype):
+            return self.runtime.render_workload(rtype, obj)
+        return obj
+
+    # --- writes ----------------------------------------------------------------------------------
+
+    def create(self, rtype: ResourceType, namespace: str, body: Any, manager: str) -> dict[str, Any]:
+        with self.store.lock:
+            obj = self._validated(rtype, namespace, body, None)
+            if self.store.get(rtype, obj["metadata"].get("namespace", ""), obj["metadata"]["name"]):
+                raise errors.already_exists(rtype.plural, rtype.group, obj["metadata"]["name"])
+            return self._render(rtype, self._create(rtype, obj, manager))
+
+    def replace(
+        self, rtype: ResourceType, namespace: str, name: str, body: Any, manager: str
+    ) -> tuple[dict[str, Any], bool]:
+        """PUT: replace, or create when absent. Returns (object, created)."""
+        with self.store.lock:
+            obj = self._validated(rtype, namespace, body, name)
+            old = self.store.get(rtype, obj["metadata"].get("namespace", ""), name)
+            if old is None:
+                obj["metadata"].pop("resourceVersion", None)
+                return self._render(rtype, self._create(rtype, obj, manager)), True
+            return self._render(rtype, self._update(rtype, old, obj, manager)), False
+
+    def patch(
+        self,
+        rtype: ResourceType,
+        namespace: str,
+        name: str,
+        content_type: str,
+        body: Any,
+        manager: str,
+        force: bool,
+    ) -> tuple[dict[str, Any], bool]:
+        """PATCH in any of the four patch types; apply creates the object when it is absent."""
+        with self.store.lock:
+            ns = namespace if rtype.namespaced else ""
+            old = self.store.get(rtype, ns, name)
+            if content_type == APPLY:
+                return self._apply(rtype, ns, name, old, body, manager, force)
+            if old is None:
+                raise errors.not_found(rtype.plural, rtype.group, name)
+            patched = _patched(old, content_type, body, _keyed(rtype))
+            obj = self._validated(rtype, namespace, patched, name)
+            return self._render(rtype, self._update(rtype, old, obj, manager)), False
+
+    def _apply(
+        self,
+        rtype: ResourceType,
+        namespace: str,
+        name: str,
+        old: dict[str, Any] | None,
+        body: Any,
+        manager: str,
+        force: bool,
+    ) -> tuple[dict[str, Any], bool]:
+        config = check_body(rtype, body, name)
+        if rtype.namespaced:
+            config["metadata"].setdefault("namespace", namespace)
+        merged = server_side_apply(old, config, manager, force, _keyed(rtype), _now(self))
+        obj = self._validated(rtype, namespace, merged, name)
+        if old is None:
+            return self._render(rtype, self._create(rtype, obj, None)), True
+        if _same_apart_from_times(obj, old):
+            return self._render(rtype, old), False
+        obj["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
+        return self._render(rtype, self._update(rtype, old, obj, None)), False
+
+    def delete(self, rtype: ResourceType, namespace: str, name: str) -> dict[str, Any]:
+        with self.store.lock:
+            obj = self._render(rtype, self._existing(rtype, namespace, name))
+            self._delete(rtype, obj)
+            return obj
+
+    def delete_collection(
+        self, rtype: ResourceType, namespace: str | None, match: Predicate
+    ) -> list[dict[str, Any]]:
+        with self.store.lock:
+            doomed = self.list_objects(rtype, namespace, match)
+            for obj in doomed:
+                self._delete(rtype, obj)
+            return doomed
+
+    # --- subresources ----------------------------------------------------------------------------
+
+    def write_status(
+        self, rtype: ResourceType, namespace: str, name: str, content_type: str, body: Any
+    ) -> dict[str, Any]:
+        """PUT or PATCH ``.../status``: only ``status`` changes (ignored for server-owned status)."""
+        with self.store.lock:
+            old = self._existing(rtype, namespace, name)
+            new = body if content_type == "" else _patched(old, content_type, body, _keyed(rtype))
+            if not isinstance(new, dict):
+                raise errors.bad_request("the status body must be an object")
+            obj = copy.deepcopy(old)
+            if rtype.kind not in _SERVER_STATUS:
+                obj["status"] = new.get("status")
+            if obj != old:
+                self.store.put(rtype, obj)
+            return self._render(rtype, obj)
+
+    def scale(self, rtype: ResourceType, namespace: str, name: str) -> dict[str, Any]:
+        with self.store.lock:
+            return scale_of(self._render(rtype, self._existing(rtype, namespace, name)))
+
+    def write_scale(
+        self, rtype: ResourceType, namespace: str, name: str, content_type: str, body: Any, manager: str
+    ) -> dict[str, Any]:
+        with self.store.lock:
+            old = self._existing(rtype, namespace, name)
+            current = scale_of(self._render(rtype, copy.deepcopy(old)))
+            new = body if content_type == "" else _patched(current, content_type, body, False)
+            replicas = ((new or {}).get("spec") or {}).get("replicas")
+            if not isinstance(replicas, int) or replicas < 0:
+                raise errors.invalid("Scale", "autoscaling", name, "spec.replicas", "must be an integer >= 0")
+            obj = copy.deepcopy(old)
+            obj.setdefault("spec", {})["replicas"] = replicas
+            return scale_of(self._render(rtype, self._update(rtype, old, obj, manager)))
+
+    # --- internals -------------------------------------------------------------------------------
+
+    def _validated(self, rtype: ResourceType, namespace: str, body: Any, name: str | None) -> dict[str, Any]:
+        obj = check_body(rtype, body, name)
+        meta = obj["metadata"]
+        if rtype.namespaced:
+            if meta.setdefault("namespace", namespace) != namespace:
+                raise errors.bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request"
+                )
+            if self.store.get(self._type("", "namespaces"), "", namespace) is None:
+                raise errors.not_found("namespaces", "", namespace)
+        else:
+            meta.pop("namespace", None)
+        check_workload(rtype, obj)
+        return obj
+
+    def _create(self, rtype: ResourceType, obj: dict[str, Any], manager: str | None) -> dict[str, Any]:
+        obj["metadata"].pop("resourceVersion", None)
+        for key in ("uid", "creationTimestamp", "generation", "deletionTimestamp"):
+            obj["metadata"].pop(key, None)
+        self.runtime.stamp(obj)
+        if rtype.kind in _SERVER_STATUS:
+            obj.pop("status", None)
+        if rtype.kind == "Namespace" and rtype.group == "":
+            obj["status"] = {"phase": "Active"}
+        if manager is not None:
+            obj["metadata"]["managedFields"] = record_update(None, obj, manager, _keyed(rtype), _now(self))
+        stored = self.store.put(rtype, obj)
+        self._after_write(rtype, stored, spec_changed=True)
+        return stored
+
+    def _update(
+        self, rtype: ResourceType, old: dict[str, Any], new: dict[str, Any], manager: str | None
+    ) -> dict[str, Any]:
+        meta, old_meta = new["metadata"], old["metadata"]
+        sent_rv = meta.get("resourceVersion")
+        if sent_rv and sent_rv != old_meta["resourceVersion"]:
+            raise errors.conflict(
+                rtype.plural,
+                rtype.group,
+                meta["name"],
+                "the object has been modified; please apply your changes to the latest version and try again",
+            )
+        for key in ("uid", "creationTimestamp", "resourceVersion", "generation"):
+            meta[key] = old_meta[key]
+        if rtype.kind in _SERVER_STATUS or "status" in rtype.subresources:
+            new["status"] = old.get("status")
+        if new.get("status") is None:
+            new.pop("status", None)
+        spec_changed = _content(new) != _content(old)
+        if spec_changed:
+            meta["generation"] = old_meta["generation"] + 1
+        if manager is not None:
+            meta["managedFields"] = record_update(old, new, manager, _keyed(rtype), _now(self))
+        if new == old:
+            return old
+        stored = self.store.put(rtype, new)
+        self._after_write(rtype, stored, spec_changed)
+        return stored
+
+    def _after_write(self, rtype: ResourceType, obj: dict[str, Any], spec_changed: bool) -> None:
+        if is_workload(rtype):
+            if spec_changed:
+                self.runtime.workload_changed(rtype, obj)
+        elif rtype.group == "" and rtype.kind == "Pod":
+            self.runtime.pod_created(obj)
+        elif rtype.group == "" and rtype.kind == "Node":
+            self.runtime.schedule()
+        elif rtype.kind == "CustomResourceDefinition":
+            register_crd(self.registry, obj)
+
+    def _delete(self, rtype: ResourceType, obj: dict[str, Any]) -> None:
+        meta = obj["metadata"]
+        namespace = meta.get("namespace", "") if rtype.namespaced else ""
+        self.store.remove(rtype, namespace, meta["name"])
+        if is_workload(rtype):
+            self.runtime.delete_owned(rtype, obj)
+        elif rtype.group == "" and rtype.kind == "Pod":
+            self._pod_deleted(obj)
+        elif rtype.group == "" and rtype.kind == "Namespace":
+            self._purge_namespace(meta["name"])
+        elif rtype.group == "" and rtype.kind == "Node":
+            self.runtime.schedule()
+
+    def _pod_deleted(self, pod: dict[str, Any]) -> None:
+        """A deleted pod frees room, and its workload (if any) replaces it."""
+        meta = pod["metadata"]
+        self.runtime.bound_at.pop((meta.get("namespace", ""), meta["name"]), None)
+        for ref in meta.get("ownerReferences") or []:
+            rtype = self.registry.by_kind("apps", ref.get("kind", ""))
+            owner = self.store.get(rtype, meta.get("namespace", ""), ref.get("name", "")) if rtype else None
+            if owner is not None:
+                self.runtime.reconcile(owner)
+        self.runtime.schedule()
+
+    def _purge_namespace(self, namespace: str) -> None:
+        for rtype in self.registry.all():
+            if rtype.namespaced:
+                for obj in self.store.list_objects(rtype, namespace):
+                    self._delete(rtype, obj)
+
+
+def _now(cluster: SimCluster) -> str:
+    return rfc3339(cluster.clock())
+
+
+def _same_apart_from_times(new: dict[str, Any], old: dict[str, Any]) -> bool:
+    """True when an apply changed neither content nor ownership (only managedFields times differ)."""
+
+    def strip(obj: dict[str, Any]) -> dict[str, Any]:
+        out = copy.deepcopy(obj)
+        meta = out.setdefault("metadata", {})
+        for key in ("resourceVersion", "uid", "creationTimestamp", "generation"):
+            meta.pop(key, None)
+        for entry in meta.get("managedFields") or []:
+            entry.pop("time", None)
+        if "status" not in new:
+            out.pop("status", None)
+        return out
+
+    return strip(new) == strip(old)
+
+
+def _keyed(rtype: ResourceType) -> bool:
+    """Built-in kinds merge keyed lists; custom kinds treat every list as atomic."""
+    return rtype.group in ("", "apps", "batch", "networking.k8s.io", "policy", "autoscaling")
+
+
+def _content(obj: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in obj.items() if k not in ("metadata", "status")}
+
+
+def _patched(old: dict[str, Any], content_type: str, body: Any, keyed: bool) -> Any:
+    if content_type == MERGE:
+        return merge_patch(old, body)
+    if content_type == STRATEGIC:
+        return strategic_merge_patch(old, body, keyed)
+    if content_type == JSON_PATCH:
+        return json_patch(old, body)
+    raise errors.unsupported_media(content_type)

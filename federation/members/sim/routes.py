@@ -1,0 +1,221 @@
+"""Resource routes: map ``/api/v1/...`` and ``/apis/{group}/{version}/...`` requests onto the cluster verbs.
+
+Invariants:
+- The path grammar is Kubernetes': ``[namespaces/{ns}/]{plural}[/{name}[/{subresource}]]``; core
+  ``namespaces/{name}[/status]`` addresses Namespace objects themselves.
+- An unknown ``(group, plural)`` is registered on a write whose body names its kind (namespaced when written
+  through a namespaced path); reads of an unknown resource are 404.
+- Request bodies are JSON, or YAML for ``application/apply-patch+yaml``; responses are always JSON.
+- ``fieldManager`` comes from the query, else the User-Agent's product token (as the API server derives it).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+
+from federation.members.sim import errors
+from federation.members.sim.cluster import APPLY, SimCluster
+from federation.members.sim.kinds import ResourceType
+from federation.members.sim.selectors import field_selector, label_selector
+from federation.members.sim.tables import table_for, wants_table
+from federation.members.sim.watch import watch_stream
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What a resource path names."""
+
+    group: str
+    version: str
+    plural: str
+    namespace: str | None
+    name: str | None
+    subresource: str | None
+
+
+def parse_path(group: str, version: str, rest: str) -> Target:
+    parts = [p for p in rest.split("/") if p]
+    namespace: str | None = None
+    if (
+        group == ""
+        and parts[:1] == ["namespaces"]
+        and (len(parts) <= 2 or parts[2] in ("status", "finalize"))
+    ):
+        return Target(group, version, "namespaces", None, _at(parts, 1), _at(parts, 2))
+    if parts[:1] == ["namespaces"] and len(parts) >= 3:
+        namespace, parts = parts[1], parts[2:]
+    if not parts or len(parts) > 3:
+        raise errors.no_resource()
+    return Target(group, version, parts[0], namespace, _at(parts, 1), _at(parts, 2))
+
+
+def _at(parts: list[str], index: int) -> str | None:
+    return parts[index] if len(parts) > index else None
+
+
+async def _body(request: Request) -> Any:
+    raw = await request.body()
+    if not raw:
+        return None
+    content_type = request.headers.get("content-type", "application/json").split(";")[0].strip()
+    if "protobuf" in content_type or "cbor" in content_type:
+        # client-go retries with JSON after a 415, so typed kubectl commands still work.
+        raise errors.unsupported_media(content_type)
+    try:
+        if content_type == APPLY:
+            return yaml.safe_load(raw)
+        return json.loads(raw)
+    except (ValueError, yaml.YAMLError) as exc:
+        raise errors.bad_request(f"the request body is not valid {content_type}: {exc}") from exc
+
+
+def _manager(request: Request) -> str:
+    given = request.query_params.get("fieldManager")
+    if given:
+        return given
+    agent = request.headers.get("user-agent", "unknown")
+    return agent.split("/")[0] or "unknown"
+
+
+def _resolve(cluster: SimCluster, target: Target, body: Any) -> ResourceType:
+    rtype = cluster.registry.lookup(target.group, target.plural)
+    if rtype is not None:
+        return rtype
+    kind = body.get("kind") if isinstance(body, dict) else None
+    if not kind:
+        raise errors.no_resource()
+    return cluster.registry.register(
+        ResourceType(target.group, target.version, str(kind), target.plural, target.namespace is not None)
+    )
+
+
+def _json(obj: Any, status: int = 200) -> Response:
+    return JSONResponse(obj, status_code=status)
+
+
+async def handle(cluster: SimCluster, request: Request, group: str, version: str, rest: str) -> Response:
+    target = parse_path(group, version, rest)
+    method = request.method
+    body = await _body(request) if method in ("POST", "PUT", "PATCH") else None
+    rtype = _resolve(cluster, target, body if method in ("POST", "PUT", "PATCH") else None)
+    if rtype.namespaced is False and target.namespace is not None:
+        raise errors.no_resource()
+    namespace = target.namespace or ""
+    if target.subresource is not None:
+        return _subresource(cluster, request, rtype, target, namespace, body)
+    if target.name is None:
+        return _collection(cluster, request, rtype, target, namespace, body)
+    return _single(cluster, request, rtype, namespace, target.name, body)
+
+
+def _collection(
+    cluster: SimCluster, request: Request, rtype: ResourceType, target: Target, namespace: str, body: Any
+) -> Response:
+    query = request.query_params
+    if request.method == "POST":
+        return _json(cluster.create(rtype, namespace, body, _manager(request)), 201)
+    match_l, match_f = label_selector(query.get("labelSelector")), field_selector(query.get("fieldSelector"))
+
+    def match(obj: dict[str, Any]) -> bool:
+        return match_l(obj) and match_f(obj)
+
+    scope = target.namespace if rtype.namespaced else None
+    if request.method == "DELETE":
+        return _json(_list_body(cluster, rtype, cluster.delete_collection(rtype, scope, match), None))
+    if request.method != "GET":
+        raise errors.method_not_allowed(request.method)
+    if query.get("watch", "").lower() in ("true", "1"):
+        timeout = float(query.get("timeoutSeconds") or 300)
+
+        def as_table(obj: dict[str, Any]) -> dict[str, Any]:
+            rv = obj["metadata"].get("resourceVersion", "")
+            return table_for(rtype, [obj], cluster.clock(), rv)
+
+        events = watch_stream(
+            lambda: cluster.list_objects(rtype, scope, match),
+            query.get("resourceVersion"),
+            timeout,
+            as_table if wants_table(request) else lambda obj: obj,
+        )
+        return StreamingResponse(events, media_type="application/json")
+    items = cluster.list_objects(rtype, scope, match)
+    if wants_table(request):
+        return _json(table_for(rtype, items, cluster.clock(), cluster.store.resource_version))
+    return _json(_paged(cluster, rtype, items, query.get("limit"), query.get("continue")))
+
+
+def _paged(
+    cluster: SimCluster,
+    rtype: ResourceType,
+    items: list[dict[str, Any]],
+    limit: str | None,
+    token: str | None,
+) -> dict[str, Any]:
+    start = int(token) if token and token.isdigit() else 0
+    size = int(limit) if limit and limit.isdigit() and int(limit) > 0 else len(items)
+    page = items[start : start + size]
+    more = start + size < len(items)
+    return _list_body(cluster, rtype, page, str(start + size) if more else None, len(items) - start - size)
+
+
+def _list_body(
+    cluster: SimCluster,
+    rtype: ResourceType,
+    items: list[dict[str, Any]],
+    token: str | None,
+    remaining: int = 0,
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {"resourceVersion": cluster.store.resource_version}
+    if token:
+        meta["continue"] = token
+        meta["remainingItemCount"] = remaining
+    return {"kind": f"{rtype.kind}List", "apiVersion": rtype.group_version, "metadata": meta, "items": items}
+
+
+def _single(
+    cluster: SimCluster, request: Request, rtype: ResourceType, namespace: str, name: str, body: Any
+) -> Response:
+    method = request.method
+    if method == "GET":
+        obj = cluster.get(rtype, namespace, name)
+        if wants_table(request):
+            return _json(table_for(rtype, [obj], cluster.clock(), obj["metadata"]["resourceVersion"]))
+        return _json(obj)
+    if method == "PUT":
+        obj, created = cluster.replace(rtype, namespace, name, body, _manager(request))
+        return _json(obj, 201 if created else 200)
+    if method == "PATCH":
+        content_type = request.headers.get("content-type", "").split(";")[0].strip()
+        if content_type == APPLY and not request.query_params.get("fieldManager"):
+            raise errors.bad_request("PATCH requests with apply content type require fieldManager")
+        force = request.query_params.get("force", "false").lower() == "true"
+        obj, created = cluster.patch(rtype, namespace, name, content_type, body, _manager(request), force)
+        return _json(obj, 201 if created else 200)
+    if method == "DELETE":
+        return _json(cluster.delete(rtype, namespace, name))
+    raise errors.method_not_allowed(method)
+
+
+def _subresource(
+    cluster: SimCluster, request: Request, rtype: ResourceType, target: Target, namespace: str, body: Any
+) -> Response:
+    name, sub, method = target.name or "", target.subresource, request.method
+    if sub not in rtype.subresources and not (sub == "status" and rtype.kind == "Namespace"):
+        raise errors.no_resource()
+    content_type = "" if method == "PUT" else request.headers.get("content-type", "").split(";")[0].strip()
+    if sub == "scale":
+        if method == "GET":
+            return _json(cluster.scale(rtype, namespace, name))
+        if method in ("PUT", "PATCH"):
+            return _json(cluster.write_scale(rtype, namespace, name, content_type, body, _manager(request)))
+    elif method == "GET":
+        return _json(cluster.get(rtype, namespace, name))
+    elif method in ("PUT", "PATCH"):
+        return _json(cluster.write_status(rtype, namespace, name, content_type, body))
+    raise errors.method_not_allowed(method)

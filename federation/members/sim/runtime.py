@@ -1,0 +1,171 @@
+"""The simulator's "kubelet and controllers": keeps workload pods, binds pending pods, renders live status.
+
+Invariants:
+- Called with the store lock held (the cluster facade takes it), so reconciling is atomic per request.
+- ``bound_at`` remembers, per pod, the clock time it was bound; pod and workload status are computed from it
+  on every read (lazily), so no background thread is needed and readiness follows the injected clock.
+- After any change to pods, nodes or workloads, ``schedule`` binds every pending pod that now fits.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from federation.members.sim.config import Faults, SimulatorConfig
+from federation.members.sim.kinds import Registry, ResourceType
+from federation.members.sim.pods import (
+    first_fit,
+    free_capacity,
+    is_terminated,
+    node_name,
+    pending_status,
+    rfc3339,
+    running_status,
+    unschedulable_message,
+)
+from federation.members.sim.store import ObjectStore
+from federation.members.sim.workloads import WORKLOAD_KINDS, owned_by, plan_pods, workload_status
+
+PodKey = tuple[str, str]
+
+
+def is_workload(rtype: ResourceType) -> bool:
+    return rtype.group == "apps" and rtype.kind in WORKLOAD_KINDS
+
+
+class Runtime:
+    """Pod lifecycle and workload status for one simulated cluster."""
+
+    def __init__(
+        self,
+        store: ObjectStore,
+        registry: Registry,
+        config: SimulatorConfig,
+        faults: Faults,
+        clock: Callable[[], float],
+    ) -> None:
+        self.store = store
+        self.config = config
+        self.faults = faults
+        self.clock = clock
+        self.rng = random.Random(config.seed)
+        self.pods = _must(registry.lookup("", "pods"))
+        self.nodes = _must(registry.lookup("", "nodes"))
+        self.bound_at: dict[PodKey, float] = {}
+        self.changed_at: dict[tuple[str, str, str], str] = {}
+        self._ip = 0
+
+    # --- writes --------------------------------------------------------------------------------
+
+    def stamp(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """Give a server-created object its identity metadata."""
+        meta = obj["metadata"]
+        meta.setdefault("uid", str(uuid.uuid4()))
+        meta.setdefault("creationTimestamp", rfc3339(self.clock()))
+        meta.setdefault("generation", 1)
+        return obj
+
+    def workload_changed(self, rtype: ResourceType, obj: dict[str, Any]) -> None:
+        """Record the spec-change time and bring the workload's pods in line with it."""
+        meta = obj["metadata"]
+        self.changed_at[(rtype.plural, meta.get("namespace", ""), meta["name"])] = rfc3339(self.clock())
+        self.reconcile(obj)
+
+    def reconcile(self, workload: dict[str, Any]) -> None:
+        namespace = workload["metadata"].get("namespace", "")
+        pods = [p for p in self.store.list_objects(self.pods, namespace) if owned_by(p, workload)]
+        plan = plan_pods(workload, pods, self.rng)
+        for name in plan.delete:
+            self.remove_pod(namespace, name)
+        for pod in plan.create:
+            self.store.put(self.pods, self.stamp(pod))
+        self.schedule()
+
+    def remove_pod(self, namespace: str, name: str) -> None:
+        self.store.remove(self.pods, namespace, name)
+        self.bound_at.pop((namespace, name), None)
+
+    def delete_owned(self, rtype: ResourceType, workload: dict[str, Any]) -> None:
+        """Cascade: remove the workload's pods and let pending pods take the freed room."""
+        namespace = workload["metadata"].get("namespace", "")
+        for pod in self.store.list_objects(self.pods, namespace):
+            if owned_by(pod, workload):
+                self.remove_pod(namespace, pod["metadata"]["name"])
+        self.changed_at.pop((rtype.plural, namespace, workload["metadata"]["name"]), None)
+        self.schedule()
+
+    def pod_created(self, pod: dict[str, Any]) -> None:
+        """A pod written through the API: already bound pods start their readiness clock now."""
+        if node_name(pod):
+            self.bound_at.setdefault(_key(pod), self.clock())
+        self.schedule()
+
+    def schedule(self) -> None:
+        """Bind every pending pod that fits, first-fit in creation order; mark the rest Unschedulable."""
+        nodes = self.store.list_objects(self.nodes)
+        pods = self.store.list_objects(self.pods)
+        free = free_capacity(nodes, pods)
+        pending = [p for p in pods if not node_name(p) and not is_terminated(p)]
+        pending.sort(key=lambda p: (p["metadata"].get("creationTimestamp", ""), p["metadata"]["name"]))
+        for pod in pending:
+            host = first_fit(pod, nodes, free)
+            if host is not None:
+                self._bind(pod, host, nodes)
+            else:
+                self._mark_pending(pod, unschedulable_message(pod, nodes, free))
+
+    def _bind(self, pod: dict[str, Any], host: str, nodes: list[dict[str, Any]]) -> None:
+        index = next(i for i, n in enumerate(nodes) if n["metadata"]["name"] == host)
+        self._ip += 1
+        pod["spec"]["nodeName"] = host
+        pod["status"] = {
+            "phase": "Running",
+            "hostIP": f"10.0.{index // 250}.{index % 250 + 1}",
+            "podIP": f"10.244.{self._ip // 250 % 250}.{self._ip % 250 + 1}",
+        }
+        self.bound_at[_key(pod)] = self.clock()
+        self.store.put(self.pods, pod)
+
+    def _mark_pending(self, pod: dict[str, Any], message: str) -> None:
+        status = pending_status(pod, message)
+        if pod.get("status") != status:  # unchanged pending pods keep their resourceVersion
+            pod["status"] = status
+            self.store.put(self.pods, pod)
+
+    # --- reads ---------------------------------------------------------------------------------
+
+    def render_pod(self, pod: dict[str, Any]) -> dict[str, Any]:
+        bound = self.bound_at.get(_key(pod))
+        if bound is None or is_terminated(pod):
+            return pod
+        crashing = self._crashing(pod)
+        pod["status"] = running_status(pod, bound, self.clock(), self.config.ready_delay, crashing)
+        return pod
+
+    def _crashing(self, pod: dict[str, Any]) -> bool:
+        meta = pod["metadata"]
+        namespace = meta.get("namespace", "")
+        names = [meta["name"]] + [ref.get("name", "") for ref in meta.get("ownerReferences") or []]
+        return any(self.faults.is_unhealthy(namespace, n) for n in names)
+
+    def render_workload(self, rtype: ResourceType, workload: dict[str, Any]) -> dict[str, Any]:
+        meta = workload["metadata"]
+        namespace = meta.get("namespace", "")
+        pods = [
+            self.render_pod(p) for p in self.store.list_objects(self.pods, namespace) if owned_by(p, workload)
+        ]
+        at = self.changed_at.get((rtype.plural, namespace, meta["name"]), meta.get("creationTimestamp", ""))
+        workload["status"] = workload_status(workload, pods, at)
+        return workload
+
+
+def _key(pod: dict[str, Any]) -> PodKey:
+    return (pod["metadata"].get("namespace", ""), pod["metadata"]["name"])
+
+
+def _must(rtype: ResourceType | None) -> ResourceType:
+    assert rtype is not None, "built-in resource types are always registered"
+    return rtype

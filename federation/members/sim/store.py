@@ -1,0 +1,68 @@
+"""The simulator's in-memory object store.
+
+Invariants:
+- Objects are keyed by resource type ``(group, plural)`` then ``(namespace, name)``; cluster-scoped objects
+  use namespace ``""``.
+- ``resourceVersion`` is one global counter: every stored write takes the next value, so versions order all
+  writes. Callers hold ``lock`` across read-modify-write sequences (the store itself never calls out).
+- Stored dicts are owned by the store: ``get``/``list`` return deep copies, ``put`` stores a deep copy.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from typing import Any
+
+from federation.members.sim.kinds import ResourceType
+
+ObjKey = tuple[str, str]
+
+
+class ObjectStore:
+    """A dict of dicts with a global resourceVersion counter, guarded by one re-entrant lock."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self._rv = 0
+        self._objects: dict[tuple[str, str], dict[ObjKey, dict[str, Any]]] = {}
+
+    @property
+    def resource_version(self) -> str:
+        return str(self._rv)
+
+    def _bucket(self, rtype: ResourceType) -> dict[ObjKey, dict[str, Any]]:
+        return self._objects.setdefault(rtype.key, {})
+
+    def get(self, rtype: ResourceType, namespace: str, name: str) -> dict[str, Any] | None:
+        with self.lock:
+            obj = self._bucket(rtype).get((namespace, name))
+            return copy.deepcopy(obj) if obj is not None else None
+
+    def list_objects(self, rtype: ResourceType, namespace: str | None = None) -> list[dict[str, Any]]:
+        """Objects of ``rtype`` (in ``namespace`` when given), ordered by namespace then name."""
+        with self.lock:
+            items = sorted(self._bucket(rtype).items())
+            return [copy.deepcopy(o) for (ns, _), o in items if namespace is None or ns == namespace]
+
+    def put(self, rtype: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+        """Store ``obj`` under the next resourceVersion; returns the stored copy."""
+        with self.lock:
+            self._rv += 1
+            meta = obj.setdefault("metadata", {})
+            meta["resourceVersion"] = str(self._rv)
+            key = (meta.get("namespace", "") if rtype.namespaced else "", meta["name"])
+            self._bucket(rtype)[key] = copy.deepcopy(obj)
+            return copy.deepcopy(obj)
+
+    def remove(self, rtype: ResourceType, namespace: str, name: str) -> dict[str, Any] | None:
+        with self.lock:
+            removed = self._bucket(rtype).pop((namespace, name), None)
+            if removed is not None:
+                self._rv += 1
+            return removed
+
+    def namespaces_in_use(self) -> dict[tuple[str, str], list[ObjKey]]:
+        """Every bucket's keys, for cascading namespace deletion."""
+        with self.lock:
+            return {k: list(v) for k, v in self._objects.items()}

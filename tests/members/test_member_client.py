@@ -1,0 +1,146 @@
+"""KubernetesMemberClient against a running simulator: probe, version, discovery, summary, apply, delete."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from federation.members.client import KubernetesMemberClient
+from federation.members.errors import KubeconfigError, MemberError
+from federation.members.sim import RunningSimulator
+from tests.members.helpers import deployment, wait_for
+
+
+@pytest.fixture
+def client(sim: RunningSimulator) -> KubernetesMemberClient:
+    return KubernetesMemberClient("member1", sim.kubeconfig)
+
+
+def test_probe_and_version(client: KubernetesMemberClient) -> None:
+    result = client.probe()
+    assert result.ok and result.status_code == 200 and result.endpoint == "/readyz"
+    assert result.latency_s >= 0
+    assert client.version() == "v1.32.0"
+
+
+def test_api_enablements_have_karmadas_shape(client: KubernetesMemberClient) -> None:
+    enablements = client.api_enablements()
+    group_versions = [e["groupVersion"] for e in enablements]
+    assert group_versions == sorted(group_versions)
+    by_gv = {e["groupVersion"]: e["resources"] for e in enablements}
+    assert {"name": "deployments", "kind": "Deployment"} in by_gv["apps/v1"]
+    assert {"name": "pods", "kind": "Pod"} in by_gv["v1"]
+    assert "batch/v1" in by_gv
+    assert all("/" not in r["name"] for resources in by_gv.values() for r in resources)
+    names = [r["name"] for r in by_gv["apps/v1"]]
+    assert names == sorted(names)
+
+
+def test_resource_summary_numbers_are_exact(start_sim: Any) -> None:
+    sim = start_sim(nodes=2, node_cpu="4", node_memory="8Gi", node_storage="100Gi")
+    client = KubernetesMemberClient("member1", sim.kubeconfig)
+    # 1500m pods: two fit on node 0 (4 cores), the third goes to node 1.
+    client.apply(deployment("small", 3, cpu="1500m", memory="1Gi"))
+    # 3-core pods fit nowhere any more (1 and 2.5 cores free): both stay pending.
+    client.apply(deployment("large", 2, cpu="3", memory="2Gi"))
+    summary = client.resource_summary()
+    assert summary.node_summary == {"totalNum": 2, "readyNum": 2}
+    assert summary.resource_summary == {
+        "allocatable": {"cpu": "8", "ephemeral-storage": "200Gi", "memory": "16Gi", "pods": "220"},
+        "allocated": {"cpu": "4500m", "memory": "3Gi", "pods": "3"},
+        "allocating": {"cpu": "6", "memory": "4Gi", "pods": "2"},
+    }
+
+
+def test_apply_twice_is_a_no_op_and_creates_the_namespace(client: KubernetesMemberClient) -> None:
+    manifest = deployment("web", 2, namespace="team-a")
+    manifest["status"] = {"replicas": 99}  # server-owned: stripped before applying
+    first = client.apply(manifest)
+    second = client.apply(manifest)
+    assert first["metadata"]["generation"] == second["metadata"]["generation"] == 1
+    assert first["metadata"]["resourceVersion"] == second["metadata"]["resourceVersion"]
+    assert second["metadata"]["managedFields"][0]["manager"] == "federation"
+    changed = client.apply(deployment("web", 3, namespace="team-a"))
+    assert changed["metadata"]["generation"] == 2
+    status = wait_for(
+        lambda: (
+            (s := client.get("apps/v1", "Deployment", "team-a", "web")["status"])  # type: ignore[index]
+            .get("readyReplicas")
+            == 3
+            and s
+        )
+    )
+    assert status["observedGeneration"] == 2
+
+
+def test_get_and_delete(client: KubernetesMemberClient) -> None:
+    client.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "cm", "namespace": "default"},
+            "data": {"a": "b"},
+        }
+    )
+    assert client.get("v1", "ConfigMap", "default", "cm")["data"] == {"a": "b"}  # type: ignore[index]
+    assert client.delete("v1", "ConfigMap", "default", "cm") is True
+    assert client.delete("v1", "ConfigMap", "default", "cm") is False
+    assert client.get("v1", "ConfigMap", "default", "cm") is None
+
+
+def test_unlisted_kinds_round_trip(client: KubernetesMemberClient) -> None:
+    gadget = {
+        "apiVersion": "example.com/v1",
+        "kind": "Gadget",
+        "metadata": {"name": "g", "namespace": "default"},
+        "spec": {"size": 1},
+    }
+    client.apply(gadget)
+    assert client.get("example.com/v1", "Gadget", "default", "g")["spec"] == {"size": 1}  # type: ignore[index]
+    assert client.delete("example.com/v1", "Gadget", "default", "g") is True
+
+
+def test_wrong_token_is_an_unauthorized_member_error(sim: RunningSimulator) -> None:
+    kubeconfig = sim.kubeconfig
+    kubeconfig["users"][0]["user"]["token"] = "wrong"
+    client = KubernetesMemberClient("member1", kubeconfig)
+    with pytest.raises(MemberError) as exc:
+        client.version()
+    assert exc.value.kind == "unauthorized" and exc.value.status == 401
+    assert exc.value.cluster == "member1" and "\n" not in str(exc.value)
+    probe = client.probe()
+    assert probe.online and not probe.healthy and probe.status_code == 401
+
+
+def test_unreachable_member(sim: RunningSimulator) -> None:
+    client = KubernetesMemberClient("member1", sim.kubeconfig)
+    sim.stop()
+    with pytest.raises(MemberError) as exc:
+        client.version()
+    assert exc.value.kind == "unreachable"
+    assert not client.probe().online
+
+
+@pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning")
+def test_tls_is_verified_against_the_kubeconfig_ca(start_sim: Any) -> None:
+    sim, other = start_sim(), start_sim(name="member2")
+    kubeconfig = sim.kubeconfig
+    kubeconfig["clusters"][0]["cluster"]["certificate-authority-data"] = other.kubeconfig["clusters"][0][
+        "cluster"
+    ]["certificate-authority-data"]
+    client = KubernetesMemberClient("member1", kubeconfig)
+    with pytest.raises(MemberError) as exc:
+        client.version()
+    assert exc.value.kind == "unreachable"
+    assert not client.probe().online
+    del kubeconfig["clusters"][0]["cluster"]["certificate-authority-data"]
+    kubeconfig["clusters"][0]["cluster"]["insecure-skip-tls-verify"] = True
+    insecure = KubernetesMemberClient("member1", kubeconfig)
+    assert insecure.version() == "v1.32.0" and insecure.probe().ok
+
+
+def test_bad_kubeconfig_is_a_kubeconfig_error() -> None:
+    with pytest.raises(KubeconfigError) as exc:
+        KubernetesMemberClient("m", {"clusters": [], "contexts": [], "users": []})
+    assert exc.value.cluster == "m" and isinstance(exc.value, MemberError)
