@@ -25,9 +25,11 @@ from starlette.concurrency import run_in_threadpool
 import federation
 from federation.api import discovery, objects
 from federation.api.auth import Principal, authorize
+from federation.api.extensions import register_extensions
 from federation.api.metrics import RequestMetrics
 from federation.api.paths import DiscoveryPath, ObjectPath, PathError, parse
 from federation.api.status import StatusError, bad_request, method_not_allowed, not_found, unauthorized
+from federation.model import kinds
 from federation.settings import Settings
 from federation.store.crypto import SecretBox
 from federation.store.db import UnitOfWork, ping
@@ -36,6 +38,7 @@ from federation.store.tokens import TokenRepository
 log = logging.getLogger(__name__)
 
 Notify = Callable[[str], None]
+TEMPLATE_NOTIFY_KIND = "ResourceTemplate"
 
 
 @dataclass(slots=True)
@@ -57,6 +60,7 @@ def create_app(ctx: ApiContext) -> FastAPI:
     app.middleware("http")(metrics.middleware)
     app.add_exception_handler(StatusError, _status_error_handler)  # type: ignore[arg-type]
     _health_routes(app, ctx)
+    register_extensions(app, ctx)
     _resource_routes(app, ctx)
     return app
 
@@ -166,7 +170,8 @@ def _dispatch(ctx: ApiContext, request: Request, target: ObjectPath, body: Any) 
         req = objects.Request(target, info, body)
         result, status_code, wrote = _call(session, req, method, request)
     if wrote:
-        ctx.notify(info.kind)
+        # Controllers watch Karmada kinds by name and resource templates as one kind, whatever theirs.
+        ctx.notify(info.kind if kinds.is_federation_kind(info) else TEMPLATE_NOTIFY_KIND)
     return JSONResponse(result, status_code=status_code)
 
 

@@ -21,6 +21,8 @@ from fastapi import FastAPI
 
 from federation.api.app import ApiContext, create_app
 from federation.cli.client import read_client_config, write_client_config
+from federation.controllers.assembly import ControllerDeps, build_reconcilers
+from federation.controllers.runtime import ControllerRunner, SystemClock, default_identity
 from federation.settings import Settings, default_client_config_path
 from federation.store import migrate
 from federation.store.crypto import SecretBox, load_or_create_key
@@ -34,6 +36,25 @@ def secret_box(settings: Settings) -> SecretBox:
     if settings.secrets.encryption_key:
         return SecretBox(settings.secrets.encryption_key)
     return SecretBox(load_or_create_key(settings.resolved_key_file()))
+
+
+def start_controllers(settings: Settings, uow: UnitOfWork, box: SecretBox) -> ControllerRunner:
+    clock = SystemClock()
+    identity = default_identity()
+    deps = ControllerDeps(uow=uow, settings=settings, clock=clock, identity=identity, secret_box=box)
+    runner = ControllerRunner(
+        uow,
+        build_reconcilers(deps),
+        lease_seconds=settings.controllers.leader_lease_seconds,
+        identity=identity,
+        clock=clock,
+    )
+    runner.start()
+    return runner
+
+
+def _ignore(_kind: str) -> None:
+    """The notifier of an API server that runs without controllers."""
 
 
 def bootstrap_admin_token(uow: UnitOfWork) -> str | None:
@@ -69,6 +90,8 @@ class ServerProcess:
     _thread: threading.Thread | None = None
     _sock: socket.socket | None = None
     api_context: ApiContext | None = None
+    run_controllers: bool = True
+    runner: ControllerRunner | None = None
     stop_hooks: list[Callable[[], None]] = field(default_factory=list)
 
     def prepare(self) -> ApiContext:
@@ -80,8 +103,13 @@ class ServerProcess:
         engine = make_engine(url)
         uow = UnitOfWork.for_engine(engine)
         self.admin_token = bootstrap_admin_token(uow)
-        self.api_context = ApiContext(self.settings, engine, uow, secret_box(self.settings))
+        box = secret_box(self.settings)
         self.stop_hooks.append(engine.dispose)
+        if self.run_controllers:
+            self.runner = start_controllers(self.settings, uow, box)
+            self.stop_hooks.append(self.runner.stop)
+        notify = self.runner.wake if self.runner is not None else _ignore
+        self.api_context = ApiContext(self.settings, engine, uow, box, notify=notify)
         return self.api_context
 
     def bind(self, app: FastAPI) -> None:
@@ -138,8 +166,11 @@ def _wait_started(server: uvicorn.Server, timeout: float = 10.0) -> None:
         time.sleep(0.01)
 
 
-def build(settings: Settings, client_config_path: Path | None = None) -> ServerProcess:
+def build(
+    settings: Settings, client_config_path: Path | None = None, *, run_controllers: bool = True
+) -> ServerProcess:
     process = ServerProcess(settings, client_config_path or default_client_config_path())
+    process.run_controllers = run_controllers
     ctx = process.prepare()
     process.bind(create_app(ctx))
     return process

@@ -97,7 +97,9 @@ class ControllerRunner:
         self._clock = clock or SystemClock()
         self._leader = threading.Event()
         workers = max(2, len(self._reconcilers) + 1)
-        self._scheduler = BackgroundScheduler(executors={"default": ThreadPoolExecutor(workers)}, timezone=UTC)
+        self._scheduler = BackgroundScheduler(
+            executors={"default": ThreadPoolExecutor(workers)}, timezone=UTC
+        )
 
     @property
     def is_leader(self) -> bool:
@@ -105,11 +107,25 @@ class ControllerRunner:
 
     def start(self) -> None:
         lease_every = max(self._lease_seconds / 3, 0.2)
-        self._scheduler.add_job(self._hold_lease, "interval", seconds=lease_every, id="leader-lease",
-                                next_run_time=datetime.now(UTC), max_instances=1, coalesce=True)
+        self._scheduler.add_job(
+            self._hold_lease,
+            "interval",
+            seconds=lease_every,
+            id="leader-lease",
+            next_run_time=datetime.now(UTC),
+            max_instances=1,
+            coalesce=True,
+        )
         for reconciler in self._reconcilers:
-            self._scheduler.add_job(self._run, "interval", args=[reconciler], seconds=reconciler.interval_seconds,
-                                    id=reconciler.name, max_instances=1, coalesce=True)
+            self._scheduler.add_job(
+                self._run,
+                "interval",
+                args=[reconciler],
+                seconds=reconciler.interval_seconds,
+                id=reconciler.name,
+                max_instances=1,
+                coalesce=True,
+            )
         self._scheduler.start()
 
     def stop(self) -> None:

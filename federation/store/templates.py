@@ -6,9 +6,13 @@ so the API asks which kinds of that apiVersion are stored and matches plurals it
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from federation.store.manifest import join
 from federation.store.tables import ResourceTemplateRow
 
 
@@ -17,3 +21,19 @@ def template_kinds(session: Session, api_version: str) -> list[str]:
         select(ResourceTemplateRow.kind).where(ResourceTemplateRow.api_version == api_version).distinct()
     )
     return sorted(session.scalars(statement))
+
+
+def templates_by_id(session: Session, ids: Sequence[int]) -> list[dict[str, Any]]:
+    """The templates with these row ids, as manifests, in id order (one query)."""
+    if not ids:
+        return []
+    statement = select(ResourceTemplateRow).where(ResourceTemplateRow.id.in_(list(ids)))
+    return [join(row) for row in session.scalars(statement.order_by(ResourceTemplateRow.id))]
+
+
+def templates_by_uid(session: Session, uids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """uid → template manifest for these uids (one query); absent uids are simply missing."""
+    if not uids:
+        return {}
+    statement = select(ResourceTemplateRow).where(ResourceTemplateRow.uid.in_(list(uids)))
+    return {row.uid: join(row) for row in session.scalars(statement)}

@@ -1,0 +1,177 @@
+"""The detector: matches resource templates to (Cluster)PropagationPolicies and keeps one binding per
+claimed template.
+
+Level-triggered over queues, never over all rows:
+1. Queued policies: every template of a kind they select (in their namespace, for a
+   PropagationPolicy) and every template they claim today is queued. One UPDATE per policy.
+2. Queued templates: choose the policy (`detection.choose_policy`), then create, update or leave the
+   binding; a template no policy matches keeps any binding it had (Karmada does not unpropagate when a
+   policy goes away) but loses its claim labels.
+Each claimed batch is one transaction; a failure leaves the rows queued for the next tick.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import or_, select, update
+from sqlalchemy.orm import Session
+
+from federation.controllers.runtime import Clock, Outcome
+from federation.model import propagation as detection
+from federation.model.binding import binding_name
+from federation.model.policy import PropagationSpec
+from federation.store import claims
+from federation.store.db import UnitOfWork
+from federation.store.repository import ObjectRepository
+from federation.store.tables import (
+    ClusterPropagationPolicyRow,
+    PropagationPolicyRow,
+    ResourceBindingRow,
+    ResourceTemplateRow,
+    table_of,
+)
+from federation.store.templates import templates_by_id
+
+log = logging.getLogger(__name__)
+
+POLICY_API_VERSION = "policy.karmada.io/v1alpha1"
+POLICY_KINDS = ("PropagationPolicy", "ClusterPropagationPolicy")
+# What the API notifies for a write of any resource template, whatever its kind.
+TEMPLATE_KIND = "ResourceTemplate"
+
+
+@dataclass
+class Detector:
+    uow: UnitOfWork
+    clock: Clock
+    identity: str
+    interval_seconds: float = 1.0
+    batch_size: int = 100
+    claim_seconds: float = 60.0
+    name: str = "detector"
+    watches: frozenset[str] = frozenset({*POLICY_KINDS, TEMPLATE_KIND})
+
+    def reconcile(self) -> Outcome:
+        queued = self._expand_policies()
+        written = 0
+        while True:
+            done, wrote = self._detect_batch()
+            written += wrote
+            if done < self.batch_size:
+                break
+        return Outcome.of(written + queued, "ResourceBinding", "ClusterResourceBinding")
+
+    # -- policies -----------------------------------------------------------------------------------
+
+    def _expand_policies(self) -> int:
+        expanded = 0
+        for table in (PropagationPolicyRow, ClusterPropagationPolicyRow):
+            with self.uow() as session:
+                claimed = claims.claim(
+                    session, table, self.identity, self.batch_size, self.clock.now(), self.claim_seconds
+                )
+                for item in claimed:
+                    policy = ObjectRepository(session, item.kind, POLICY_API_VERSION).get(
+                        item.namespace, item.name
+                    )
+                    if policy is not None:
+                        queue_templates_for_policy(session, policy)
+                claims.release(session, table, claimed, self.identity, done=True)
+                expanded += len(claimed)
+        return expanded
+
+    # -- templates ----------------------------------------------------------------------------------
+
+    def _detect_batch(self) -> tuple[int, int]:
+        with self.uow() as session:
+            claimed = claims.claim(
+                session,
+                ResourceTemplateRow,
+                self.identity,
+                self.batch_size,
+                self.clock.now(),
+                self.claim_seconds,
+            )
+            if not claimed:
+                return 0, 0
+            policies = _all(session, "PropagationPolicy")
+            cluster_policies = _all(session, "ClusterPropagationPolicy")
+            templates = templates_by_id(session, [c.id for c in claimed])
+            written = sum(self._detect_one(session, t, policies, cluster_policies) for t in templates)
+            claims.release(session, ResourceTemplateRow, claimed, self.identity, done=True)
+        return len(claimed), written
+
+    def _detect_one(
+        self,
+        session: Session,
+        template: dict[str, Any],
+        policies: Sequence[Mapping[str, Any]],
+        cluster_policies: Sequence[Mapping[str, Any]],
+    ) -> int:
+        meta = template["metadata"]
+        namespace = meta.get("namespace") or ""
+        bindings = ObjectRepository(session, _binding_kind(namespace), detection.BINDING_API_VERSION)
+        name = binding_name(meta["name"], template["kind"])
+        existing = bindings.get(namespace, name)
+        policy = detection.choose_policy(template, policies, cluster_policies, detection.claim_of(existing))
+        if policy is None:
+            return _unclaim(bindings, existing)
+        desired = detection.desired_binding(template, policy, existing)
+        if existing is None:
+            bindings.create(desired)
+            return 1
+        if not detection.binding_changed(existing, desired):
+            return 0
+        desired["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
+        bindings.replace(desired)
+        return 1
+
+
+def queue_templates_for_policy(session: Session, policy: Mapping[str, Any]) -> None:
+    """Queue every template the policy may select now, and every template it claimed before."""
+    spec = PropagationSpec.model_validate(policy.get("spec") or {})
+    meta = policy["metadata"]
+    namespace = meta.get("namespace") if policy["kind"] == "PropagationPolicy" else None
+    templates = table_of(ResourceTemplateRow)
+    selected = [
+        (templates.c.api_version == s.api_version) & (templates.c.kind == s.kind)
+        for s in spec.resource_selectors
+    ]
+    key = f"{policy['kind']}/{meta.get('namespace') or ''}/{meta['name']}"
+    claimed = (
+        select(ResourceBindingRow.template_uid).where(ResourceBindingRow.policy_key == key).scalar_subquery()
+    )
+    condition = or_(templates.c.uid.in_(claimed), *selected)
+    if namespace is not None:
+        condition = or_(templates.c.uid.in_(claimed), (templates.c.namespace == namespace) & or_(*selected))
+    session.execute(
+        update(templates)
+        .where(condition)
+        .values(needs_detection=True, dirty_seq=templates.c.dirty_seq + 1, next_attempt_at=None)
+    )
+
+
+def _all(session: Session, kind: str) -> list[dict[str, Any]]:
+    items, _ = ObjectRepository(session, kind, POLICY_API_VERSION).list()
+    return items
+
+
+def _binding_kind(namespace: str) -> str:
+    return "ResourceBinding" if namespace else "ClusterResourceBinding"
+
+
+def _unclaim(bindings: ObjectRepository, existing: dict[str, Any] | None) -> int:
+    if existing is None or detection.claim_of(existing) is None:
+        return 0
+    labels = {
+        k: v
+        for k, v in (existing["metadata"].get("labels") or {}).items()
+        if k not in detection.POLICY_LABELS
+    }
+    existing["metadata"]["labels"] = labels
+    bindings.replace(existing)
+    return 1
