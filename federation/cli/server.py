@@ -22,6 +22,7 @@ from fastapi import FastAPI
 from federation.api.app import ApiContext, create_app
 from federation.cli.client import read_client_config, write_client_config
 from federation.controllers.assembly import ControllerDeps, build_reconcilers
+from federation.controllers.members_access import MemberAccess
 from federation.controllers.runtime import ControllerRunner, SystemClock, default_identity
 from federation.settings import Settings, default_client_config_path
 from federation.store import migrate
@@ -41,7 +42,8 @@ def secret_box(settings: Settings) -> SecretBox:
 def start_controllers(settings: Settings, uow: UnitOfWork, box: SecretBox) -> ControllerRunner:
     clock = SystemClock()
     identity = default_identity()
-    deps = ControllerDeps(uow=uow, settings=settings, clock=clock, identity=identity, secret_box=box)
+    members = MemberAccess(uow, box, settings.members)
+    deps = ControllerDeps(uow, settings, clock, identity, box, members)
     runner = ControllerRunner(
         uow,
         build_reconcilers(deps),
@@ -50,6 +52,7 @@ def start_controllers(settings: Settings, uow: UnitOfWork, box: SecretBox) -> Co
         clock=clock,
     )
     runner.start()
+    runner.on_stop(members.close)
     return runner
 
 

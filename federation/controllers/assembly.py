@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from federation.controllers.detector import Detector
+from federation.controllers.members_access import MemberAccess
 from federation.controllers.runtime import Clock, Reconciler
 from federation.settings import Settings
 from federation.store.crypto import SecretBox
@@ -22,6 +23,7 @@ class ControllerDeps:
     clock: Clock
     identity: str
     secret_box: SecretBox
+    members: MemberAccess
 
 
 def build_reconcilers(deps: ControllerDeps) -> list[Reconciler]:

@@ -16,7 +16,7 @@ import logging
 import socket
 import threading
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
@@ -97,6 +97,7 @@ class ControllerRunner:
         self._clock = clock or SystemClock()
         self._leader = threading.Event()
         workers = max(2, len(self._reconcilers) + 1)
+        self._stop_hooks: list[Callable[[], None]] = []
         self._scheduler = BackgroundScheduler(
             executors={"default": ThreadPoolExecutor(workers)}, timezone=UTC
         )
@@ -128,9 +129,15 @@ class ControllerRunner:
             )
         self._scheduler.start()
 
+    def on_stop(self, hook: Callable[[], None]) -> None:
+        """Run `hook` after the reconcilers have stopped (close member clients and the like)."""
+        self._stop_hooks.append(hook)
+
     def stop(self) -> None:
         if self._scheduler.running:
             self._scheduler.shutdown(wait=True)
+        while self._stop_hooks:
+            self._stop_hooks.pop()()
         if self.is_leader:
             with self._uow() as session:
                 LeaseRepository(session).release(self.identity, self._clock.now())
