@@ -64,6 +64,6 @@ def _create_key_file(path: Path) -> None:
         # in which case its key wins and ours is discarded.
         os.link(temporary, path)
     except FileExistsError:
-        pass
+        return  # another process published its key first: that one is the key
     finally:
         temporary.unlink(missing_ok=True)
