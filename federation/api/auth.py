@@ -3,9 +3,9 @@
 Roles:
 - admin: everything.
 - viewer: reads only (GET); any write is 403.
-- agent: bound to one cluster C. It may read its Cluster object, read and list the Works in its
-  execution namespace `karmada-es-C`, write those Works' status, and renew C's lease. Anything else,
-  in particular anything about another cluster, is 403.
+- agent: bound to one cluster C. It may read its Cluster object and write its status, read and list the
+  Works in its execution namespace `karmada-es-C`, write those Works' status, and renew C's lease.
+  Anything else, in particular anything about another cluster, is 403.
 """
 
 from __future__ import annotations
@@ -43,7 +43,10 @@ def _agent_may(cluster: str, method: str, target: ObjectPath | None) -> bool:
     if target is None:
         return method in READ_METHODS
     if target.group == "cluster.karmada.io" and target.plural == "clusters":
-        return target.name == cluster and method in READ_METHODS
+        if target.name != cluster:
+            return False
+        # It reports its member's version and resource summary, like Karmada's agent; the spec is the admin's.
+        return method in READ_METHODS or (method == "PUT" and target.subresource == "status")
     if target.group == "work.karmada.io" and target.plural == "works":
         if target.namespace != f"{EXECUTION_NAMESPACE_PREFIX}{cluster}":
             return False

@@ -16,7 +16,9 @@ Registration = Callable[[FastAPI, "ApiContext"], None]
 
 def registrations() -> list[Registration]:
     """The feature modules' route registrations (imported here, not at module load, to avoid cycles)."""
-    return []
+    from federation.api import agent, join, plan
+
+    return [join.register, agent.register, plan.register]
 
 
 def register_extensions(app: FastAPI, ctx: ApiContext) -> None:

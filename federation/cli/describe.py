@@ -1,7 +1,10 @@
 """`federation describe`: one object for a human, kubectl-style sections.
 
 Bindings get their scheduling explanation (the decision record the scheduler stores under
-`status.schedulingExplanation`) as a per-cluster table, so "why is nothing on member3?" is one command.
+`status.schedulingExplanation`, shape in `federation.scheduling.explain`) as a per-cluster table: the
+filter that rejected each cluster and why, or each score plugin's score and weight, whether the spread
+selection kept it and its replicas; then the selection order and the division trace. So "why is nothing
+on member3?" is one command.
 """
 
 from __future__ import annotations
@@ -43,39 +46,67 @@ def describe_text(obj: dict[str, Any]) -> str:
 
 
 def explain_text(explanation: dict[str, Any]) -> str:
-    """Per-cluster verdicts first (filter or scores), then whatever else the decision recorded."""
+    """A summary line, the per-cluster table (filter verdict or scores, selection, replicas), then the
+    selection order, the division trace and the affinity attempts."""
+    parts = [_summary(explanation)]
     clusters = explanation.get("clusters")
-    rest = {k: v for k, v in explanation.items() if k != "clusters"}
-    parts = []
-    if isinstance(clusters, list) and clusters:
+    if isinstance(clusters, dict) and clusters:
         parts.append(render_rows(_cluster_rows(clusters)))
+    order = (explanation.get("selection") or {}).get("order")
+    if order:
+        parts.append(f"Selection order: {', '.join(map(str, order))}")
+    for key, title in (("division", "Division"), ("attempts", "Affinity attempts")):
+        if explanation.get(key):
+            parts += [f"{title}:", _indent(explanation[key])]
+    known = {"result", "trigger", "strategy", "affinityName", "clusters", "selection", "division", "attempts"}
+    known |= {"unplaced", "avoidIgnored"}
+    rest = {k: v for k, v in explanation.items() if k not in known}
     if rest:
         parts.append(yaml.safe_dump(rest, sort_keys=False).rstrip())
-    return "\n".join(parts)
+    return "\n".join(p for p in parts if p)
 
 
-def _cluster_rows(clusters: list[dict[str, Any]]) -> list[list[str]]:
-    rows = [["CLUSTER", "RESULT", "REPLICAS", "DETAIL"]]
-    for entry in clusters:
-        detail = entry.get("reason") or _scores(entry.get("scores"))
+def _summary(explanation: dict[str, Any]) -> str:
+    pieces = [f"Result: {explanation.get('result', '<unknown>')}"]
+    for key, label in (("trigger", "trigger"), ("strategy", "strategy"), ("affinityName", "affinity term")):
+        if explanation.get(key):
+            pieces.append(f"{label}: {explanation[key]}")
+    if explanation.get("unplaced"):
+        pieces.append(f"unplaced replicas: {explanation['unplaced']}")
+    if explanation.get("avoidIgnored"):
+        pieces.append("avoid list ignored (nothing else fits)")
+    return ", ".join(pieces)
+
+
+def _cluster_rows(clusters: dict[str, Any]) -> list[list[str]]:
+    rows = [["CLUSTER", "RESULT", "REPLICAS", "AVAILABLE", "SCORE", "DETAIL"]]
+    for name, entry in sorted(clusters.items()):
+        passed = (entry.get("filter") or {}).get("passed", True)
+        verdict = "filtered" if not passed else ("selected" if entry.get("selected") else "not selected")
         rows.append(
             [
-                str(entry.get("name", "")),
-                str(entry.get("result") or ("filtered" if entry.get("filter") else "")),
-                str(entry.get("replicas", "")),
-                f"{entry['filter']}: {detail}" if entry.get("filter") else str(detail),
+                str(name),
+                verdict,
+                str(entry.get("replicas", 0)),
+                str(entry.get("available", "")),
+                str(entry.get("totalScore", "")),
+                _failures(entry.get("filter") or {}) if not passed else _scores(entry.get("scores")),
             ]
         )
     return rows
 
 
+def _failures(verdict: dict[str, Any]) -> str:
+    failures = verdict.get("failures") or [{"plugin": verdict.get("plugin"), "reason": verdict.get("reason")}]
+    return "; ".join(f"{f.get('plugin')}: {f.get('reason')}" for f in failures)
+
+
 def _scores(scores: Any) -> str:
-    if not scores:
+    """``Plugin=scorexweight`` for each score plugin."""
+    if not isinstance(scores, dict):
         return ""
-    if isinstance(scores, dict):
-        return ", ".join(f"{k}={v}" for k, v in scores.items())
     return ", ".join(
-        f"{s.get('plugin')}={s.get('score')}x{s.get('weight', 1)}" for s in scores if isinstance(s, dict)
+        f"{k}={v.get('score')}x{v.get('weight', 1)}" for k, v in scores.items() if isinstance(v, dict)
     )
 
 

@@ -50,17 +50,21 @@ def cli(ctx: click.Context, server: str | None, token: str | None, config_file: 
 
 
 def _register() -> None:
-    from federation.cli import cmd_apply, cmd_get, cmd_server, cmd_sim
+    from federation.cli import cmd_agent, cmd_apply, cmd_get, cmd_join, cmd_plan, cmd_server, cmd_sim, cmd_up
 
     commands = (
         cmd_server.serve_command,
         cmd_server.db_group,
         cmd_server.token_group,
         cmd_sim.sim_command,
+        cmd_up.up_command,
+        cmd_agent.agent_command,
         cmd_apply.apply_command,
         cmd_apply.delete_command,
         cmd_get.get_command,
         cmd_get.describe_command,
+        *cmd_join.COMMANDS,
+        cmd_plan.plan_command,
     )
     for command in commands:
         cli.add_command(command)

@@ -8,9 +8,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from federation.controllers.binding_status import BindingStatusController
+from federation.controllers.cluster_status import ClusterStatusController
 from federation.controllers.detector import Detector
+from federation.controllers.execution import ExecutionController
+from federation.controllers.extender_http import build_extenders
 from federation.controllers.members_access import MemberAccess
 from federation.controllers.runtime import Clock, Reconciler
+from federation.controllers.scheduler import Scheduler
+from federation.controllers.work_status import WorkStatusCollector
+from federation.controllers.work_sync import WorkSync
+from federation.scheduling.planner import engine_config
 from federation.settings import Settings
 from federation.store.crypto import SecretBox
 from federation.store.db import UnitOfWork
@@ -36,5 +44,53 @@ def build_reconcilers(deps: ControllerDeps) -> list[Reconciler]:
             interval_seconds=timing.detector_interval_seconds,
             batch_size=timing.batch_size,
             claim_seconds=timing.claim_lease_seconds,
+        ),
+        Scheduler(
+            deps.uow,
+            deps.clock,
+            deps.identity,
+            config=engine_config(deps.settings.scheduler),
+            extenders=build_extenders([e.model_dump() for e in deps.settings.scheduler.extenders]),
+            interval_seconds=timing.scheduler_interval_seconds,
+            batch_size=timing.batch_size,
+            claim_seconds=timing.claim_lease_seconds,
+            backoff_initial_seconds=timing.retry_backoff_initial_seconds,
+            backoff_max_seconds=timing.retry_backoff_max_seconds,
+        ),
+        ClusterStatusController(deps.uow, deps.clock, deps.members, timing, deps.settings.members),
+        *execution_reconcilers(deps),
+    ]
+
+
+def execution_reconcilers(deps: ControllerDeps) -> list[Reconciler]:
+    """Bindings -> Works -> members -> Work status -> binding and template status."""
+    timing = deps.settings.controllers
+    return [
+        ExecutionController(
+            deps.uow,
+            deps.clock,
+            interval_seconds=timing.execution_interval_seconds,
+            batch_size=timing.batch_size,
+        ),
+        WorkSync(
+            deps.uow,
+            deps.clock,
+            deps.identity,
+            deps.members,
+            interval_seconds=timing.work_sync_interval_seconds,
+            batch_size=timing.batch_size,
+            claim_seconds=timing.claim_lease_seconds,
+            backoff_initial_seconds=timing.retry_backoff_initial_seconds,
+            backoff_max_seconds=timing.retry_backoff_max_seconds,
+        ),
+        WorkStatusCollector(
+            deps.uow, deps.clock, deps.members, interval_seconds=timing.status_interval_seconds
+        ),
+        # No setting of its own: it follows the execution controller's pace.
+        BindingStatusController(
+            deps.uow,
+            deps.clock,
+            interval_seconds=timing.execution_interval_seconds,
+            batch_size=timing.batch_size,
         ),
     ]

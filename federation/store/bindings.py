@@ -5,6 +5,8 @@ Invariants:
 - Every write goes through ``ObjectRepository.replace``, so ``spec.clusters`` / ``spec.gracefulEvictionTasks``
   and their mirror rows change in one flush (see ``derive``).
 - ``bindings_on_cluster`` is a single indexed query (join on ``binding_target_clusters.cluster_name``).
+- The change-feed queries (``changed_since``, ``changed_templates_since``) return row ids and timestamps
+  only; callers load what they need with ``by_ids`` in one more query.
 """
 
 from __future__ import annotations
@@ -23,7 +25,12 @@ from federation.store.errors import NotFound
 from federation.store.kinds import BINDING_API_VERSION, binding_kind
 from federation.store.manifest import format_timestamp, join
 from federation.store.repository import Clock, ObjectRepository
-from federation.store.tables import BindingTargetClusterRow, GracefulEvictionTaskRow, ResourceBindingRow
+from federation.store.tables import (
+    BindingTargetClusterRow,
+    GracefulEvictionTaskRow,
+    ResourceBindingRow,
+    ResourceTemplateRow,
+)
 from federation.store.types import utcnow
 
 
@@ -125,6 +132,29 @@ class BindingRepository:
     def for_template(self, template_uid: str) -> list[dict[str, Any]]:
         statement = select(ResourceBindingRow).where(ResourceBindingRow.template_uid == template_uid)
         return [join(row) for row in self.session.scalars(statement.order_by(ResourceBindingRow.id))]
+
+    def by_ids(self, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+        """Binding row id → manifest (both kinds) for these ids; deleted ids are absent."""
+        if not ids:
+            return {}
+        statement = select(ResourceBindingRow).where(ResourceBindingRow.id.in_(list(ids)))
+        return {row.id: join(row) for row in self.session.scalars(statement)}
+
+    def changed_since(self, since: datetime | None) -> list[tuple[int, datetime]]:
+        """(id, updated_at) of bindings written after ``since`` (every binding when None)."""
+        statement = select(ResourceBindingRow.id, ResourceBindingRow.updated_at)
+        if since is not None:
+            statement = statement.where(ResourceBindingRow.updated_at > since)
+        return [(int(i), at) for i, at in self.session.execute(statement)]
+
+    def changed_templates_since(self, since: datetime | None) -> list[tuple[int, datetime]]:
+        """(binding id, template updated_at) for bindings whose template was written after ``since``."""
+        statement = select(ResourceBindingRow.id, ResourceTemplateRow.updated_at).join(
+            ResourceTemplateRow, ResourceTemplateRow.uid == ResourceBindingRow.template_uid
+        )
+        if since is not None:
+            statement = statement.where(ResourceTemplateRow.updated_at > since)
+        return [(int(i), at) for i, at in self.session.execute(statement)]
 
     def set_target_clusters(
         self, namespace: str, name: str, clusters: Sequence[TargetCluster], *, expected_rv: str | None = None

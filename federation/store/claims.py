@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session
 
 from federation.store.tables import (
     ClusterPropagationPolicyRow,
+    ClusterRow,
     PropagationPolicyRow,
     ResourceBindingRow,
     ResourceTemplateRow,
@@ -37,6 +38,7 @@ Claimable = (
     | type[ResourceTemplateRow]
     | type[PropagationPolicyRow]
     | type[ClusterPropagationPolicyRow]
+    | type[ClusterRow]
 )
 
 

@@ -6,10 +6,11 @@ Cluster's ``resourceVersion`` nor shows up anywhere in the object the API return
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import select, true, update
 from sqlalchemy.orm import Session
 
 from federation.store.crypto import SecretBox
@@ -31,6 +32,10 @@ class ClusterRepository:
     def get(self, name: str) -> dict[str, Any] | None:
         return self.objects.get("", name)
 
+    def all(self) -> list[dict[str, Any]]:
+        """Every cluster, by name (one query; a fleet is hundreds of rows, not millions)."""
+        return self._where(true())
+
     def in_region(self, region: str) -> list[dict[str, Any]]:
         return self._where(ClusterRow.region == region)
 
@@ -51,9 +56,27 @@ class ClusterRepository:
         if self.session.execute(statement.execution_options(synchronize_session=False)).rowcount == 0:  # type: ignore[attr-defined]
             raise NotFound(KIND, "", name)
 
+    def with_credentials(self) -> list[str]:
+        """Names of the clusters that have stored credentials (joined in Push mode)."""
+        statement = (
+            select(ClusterRow.name).where(ClusterRow.credentials.is_not(None)).order_by(ClusterRow.name)
+        )
+        return list(self.session.scalars(statement))
+
     def credentials(self, name: str, box: SecretBox) -> bytes | None:
         token = self.session.scalar(select(ClusterRow.credentials).where(ClusterRow.name == name))
         return None if token is None else box.decrypt(token)
+
+    def set_kubeconfig(self, name: str, kubeconfig: dict[str, Any], box: SecretBox) -> None:
+        """Store a member kubeconfig encrypted, encoded as ``members_access.encode_kubeconfig`` does."""
+        self.set_credentials(name, encode_kubeconfig(kubeconfig), box)
+
+    def kubeconfig(self, name: str, box: SecretBox) -> dict[str, Any] | None:
+        stored = self.credentials(name, box)
+        if stored is None:
+            return None
+        decoded: dict[str, Any] = json.loads(stored)
+        return decoded
 
     def set_taints(self, name: str, taints: list[dict[str, Any]]) -> dict[str, Any]:
         """Replace ``spec.taints`` (a spec change: bumps generation, like Karmada's controllers do)."""
@@ -75,6 +98,11 @@ class ClusterRepository:
         if obj is None:
             raise NotFound(KIND, "", name)
         return obj
+
+
+def encode_kubeconfig(kubeconfig: dict[str, Any]) -> bytes:
+    """The plaintext a kubeconfig is stored as (before encryption): canonical JSON."""
+    return json.dumps(kubeconfig, sort_keys=True).encode()
 
 
 def _with_condition(

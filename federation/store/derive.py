@@ -1,8 +1,8 @@
 """Columns and child rows computed from a stored body, refreshed on every write of the body.
 
 Invariants:
-- Derived state is a function of the row's ``spec``/``status``/``annotations``/``namespace`` only, so
-  it can never disagree with the JSON the API returns (binding target rows == ``spec.clusters``,
+- Derived state is a function of the row's ``spec``/``status``/``labels``/``annotations``/``namespace``
+  only, so it can never disagree with the JSON the API returns (binding target rows == ``spec.clusters``,
   eviction-task rows == ``spec.gracefulEvictionTasks``).
 - Child rows are diffed, never dropped and re-added: the unit of work inserts before it deletes, which
   would trip ``UNIQUE(binding_id, cluster_name)``.
@@ -64,7 +64,7 @@ def refresh(
         if isinstance(row, DETECTED) and content_changed:
             mark_dirty(row, created=created)
         elif isinstance(row, ClusterRow):
-            _cluster(row)
+            _cluster(row, created)
         elif isinstance(row, ResourceBindingRow):
             _binding(row, old_spec, created)
         elif isinstance(row, WorkRow):
@@ -92,7 +92,7 @@ def _spec_dict(row: ObjectMixin) -> Mapping[str, Any]:
     return row.spec if isinstance(row.spec, Mapping) else {}
 
 
-def _cluster(row: ClusterRow) -> None:
+def _cluster(row: ClusterRow, created: bool) -> None:
     spec = _spec_dict(row)
     zones = spec.get("zones") or []
     row.region = spec.get("region")
@@ -101,6 +101,25 @@ def _cluster(row: ClusterRow) -> None:
     row.sync_mode = spec.get("syncMode")
     row.taints = list(spec.get("taints") or [])
     row.ready = condition_status(row.status, "Ready")
+    fingerprint = scheduling_hash(row)
+    if created or fingerprint != row.scheduling_hash:
+        row.scheduling_hash = fingerprint
+        mark_dirty(row, created=created)
+
+
+def scheduling_hash(row: ClusterRow) -> str:
+    """What the scheduler reads of a cluster, hashed: labels, spec (taints, provider/region/zones...),
+    Ready and apiEnablements. ``resourceSummary`` is left out on purpose: it moves on every status
+    tick, and capacity shortfalls are retried with back-off rather than re-queued by events."""
+    status = row.status if isinstance(row.status, Mapping) else {}
+    view = {
+        "labels": row.labels or {},
+        "spec": _spec_dict(row),
+        "ready": row.ready,
+        "apiEnablements": status.get("apiEnablements"),
+    }
+    canonical = json.dumps(view, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 def _binding(row: ResourceBindingRow, old_spec: Any, created: bool) -> None:
@@ -109,12 +128,25 @@ def _binding(row: ResourceBindingRow, old_spec: Any, created: bool) -> None:
     resource = spec.get("resource") or {}
     row.template_uid = resource.get("uid") or None
     row.policy_key = policy_key(row.labels or {})
+    row.cluster_sensitive = cluster_sensitive(spec, row.status)
     if created or old.get("clusters") != spec.get("clusters"):
         _sync_targets(row, spec.get("clusters") or [])
     if created or old.get("gracefulEvictionTasks") != spec.get("gracefulEvictionTasks"):
         _sync_eviction_tasks(row, spec.get("gracefulEvictionTasks") or [])
     if created or _without(old, _SCHEDULER_OUTPUT_FIELDS) != _without(spec, _SCHEDULER_OUTPUT_FIELDS):
         mark_dirty(row, created=created)
+
+
+def cluster_sensitive(spec: Mapping[str, Any], status: Any) -> bool:
+    """Not Scheduled=True, Duplicated (no ``replicaScheduling`` or type Duplicated), or not a workload:
+    the bindings whose placement a cluster change can alter (Karmada reschedules the last two on any
+    trigger; a failed one may now fit)."""
+    if condition_status(status, "Scheduled") is not True:
+        return True
+    strategy = (spec.get("placement") or {}).get("replicaScheduling")
+    if strategy is None or strategy.get("replicaSchedulingType") == "Duplicated":
+        return True
+    return int(spec.get("replicas") or 0) <= 0 and spec.get("replicaRequirements") is None
 
 
 def _without(spec: Mapping[str, Any], fields: frozenset[str]) -> dict[str, Any]:

@@ -1,24 +1,32 @@
-"""Works: per-cluster and per-binding queries, orphans, and the sync flag.
+"""Works: per-cluster and per-binding queries, orphans, the sync flag, and push-mode claiming.
 
-Invariant: sync bookkeeping (``needs_sync``) is written with Core statements, so marking a Work synced
-does not bump its ``resourceVersion`` (it is not an API change).
+Invariants:
+- Sync bookkeeping (``needs_sync``) is written with Core statements, so marking a Work synced does not
+  bump its ``resourceVersion`` (it is not an API change).
+- ``claim_for_push`` never claims a Work of a Pull-mode cluster: its agent pulls it, and the flag stays
+  set for the agent to see. A cluster without ``spec.syncMode`` (or without a Cluster row) is Push.
+- Every query here is one statement, whatever the number of bindings or Works asked about.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, select, update
+from sqlalchemy import ColumnElement, or_, select, update
 from sqlalchemy.orm import Session
 
+from federation.store.claims import Claim
 from federation.store.errors import NotFound
 from federation.store.kinds import WORK_API_VERSION
 from federation.store.manifest import join
 from federation.store.repository import Clock, ObjectRepository
-from federation.store.tables import EXECUTION_SPACE_PREFIX, ResourceBindingRow, WorkRow, table_of
+from federation.store.tables import EXECUTION_SPACE_PREFIX, ClusterRow, ResourceBindingRow, WorkRow, table_of
 from federation.store.types import utcnow
 
 KIND = "Work"
+PULL = "Pull"
 
 
 def execution_namespace(cluster_name: str) -> str:
@@ -44,6 +52,53 @@ class WorkRepository:
         )
         return [join(row) for row in self.session.scalars(statement)]
 
+    def for_binding_ids(self, binding_ids: Sequence[int]) -> dict[int, list[dict[str, Any]]]:
+        """binding row id → its Works (by namespace, name); bindings without Works are absent."""
+        if not binding_ids:
+            return {}
+        statement = (
+            select(WorkRow)
+            .where(WorkRow.binding_id.in_(list(binding_ids)))
+            .order_by(WorkRow.namespace, WorkRow.name)
+        )
+        found: dict[int, list[dict[str, Any]]] = {}
+        for row in self.session.scalars(statement):
+            found.setdefault(int(row.binding_id or 0), []).append(join(row))
+        return found
+
+    def by_keys(self, keys: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
+        """The Works at these (namespace, name) keys, whoever rendered them (one query)."""
+        wanted = set(keys)
+        if not wanted:
+            return []
+        statement = select(WorkRow).where(
+            WorkRow.namespace.in_({ns for ns, _ in wanted}), WorkRow.name.in_({name for _, name in wanted})
+        )
+        return [join(row) for row in self.session.scalars(statement) if (row.namespace, row.name) in wanted]
+
+    def by_ids(self, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+        """Work row id → manifest for these ids (absent ids were deleted)."""
+        if not ids:
+            return {}
+        statement = select(WorkRow).where(WorkRow.id.in_(list(ids)))
+        return {row.id: join(row) for row in self.session.scalars(statement)}
+
+    def binding_ids_changed_since(self, since: datetime | None) -> list[tuple[int, datetime]]:
+        """(binding id, updated_at) of Works written after ``since`` (all Works when None)."""
+        statement = select(WorkRow.binding_id, WorkRow.updated_at).where(WorkRow.binding_id.is_not(None))
+        if since is not None:
+            statement = statement.where(WorkRow.updated_at > since)
+        return [(int(b), at) for b, at in self.session.execute(statement) if b is not None]
+
+    def applied_on_push_clusters(self) -> list[tuple[int, dict[str, Any]]]:
+        """(id, manifest) of every applied Work on a Push-mode cluster: what status collection reads."""
+        statement = (
+            select(WorkRow)
+            .where(WorkRow.applied.is_(True), WorkRow.cluster_name.not_in(_pull_clusters()))
+            .order_by(WorkRow.cluster_name, WorkRow.id)
+        )
+        return [(row.id, join(row)) for row in self.session.scalars(statement)]
+
     def orphans(self) -> list[dict[str, Any]]:
         """Works whose binding is gone (or never resolved): the execution controller cleans them up."""
         return self._where(WorkRow.binding_id.is_(None))
@@ -62,6 +117,12 @@ class WorkRepository:
             raise NotFound(KIND, namespace, name)
         return cleared
 
+    def mark_ids_need_sync(self, ids: Sequence[int]) -> None:
+        """Queue these Works for sync (one statement); unknown ids are ignored."""
+        if ids:
+            values = {"needs_sync": True, "dirty_seq": WorkRow.dirty_seq + 1, "next_attempt_at": None}
+            self._update([WorkRow.id.in_(list(ids))], values)
+
     def mark_needs_sync(self, namespace: str, name: str) -> None:
         values = {"needs_sync": True, "dirty_seq": WorkRow.dirty_seq + 1, "next_attempt_at": None}
         if not self._update([WorkRow.namespace == namespace, WorkRow.name == name], values):
@@ -79,3 +140,34 @@ class WorkRepository:
         for obj in list(self.session.identity_map.values()):
             if isinstance(obj, WorkRow):
                 self.session.expire(obj, ["needs_sync", "dirty_seq", "next_attempt_at"])
+
+
+def _pull_clusters() -> Any:
+    return select(ClusterRow.name).where(ClusterRow.sync_mode == PULL).scalar_subquery()
+
+
+def claim_for_push(
+    session: Session, owner: str, limit: int, now: datetime, lease_seconds: float
+) -> list[Claim]:
+    """``claims.claim`` for Works, restricted to Push-mode clusters (same statement shape and order)."""
+    t = table_of(WorkRow)
+    candidates = (
+        select(t.c.id)
+        .where(
+            t.c.needs_sync.is_(True),
+            or_(t.c.claimed_by.is_(None), t.c.claimed_until <= now),
+            or_(t.c.next_attempt_at.is_(None), t.c.next_attempt_at <= now),
+            t.c.cluster_name.not_in(_pull_clusters()),
+        )
+        .order_by(t.c.id)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+    )
+    statement = (
+        update(t)
+        .where(t.c.id.in_(candidates.scalar_subquery()))
+        .values(claimed_by=owner, claimed_until=now + timedelta(seconds=lease_seconds))
+        .returning(t.c.id, t.c.uid, t.c.kind, t.c.namespace, t.c.name, t.c.dirty_seq)
+    )
+    rows = session.execute(statement).all()
+    return sorted((Claim(*row) for row in rows), key=lambda c: c.id)

@@ -8,6 +8,7 @@ Invariants:
   and "which tasks evict from X" are one indexed query.
 - ``needs_scheduling`` is set when the binding is created or its spec changes outside ``spec.clusters``
   (the scheduler's own output), cleared by the scheduler when it finishes (see ``claims``).
+- ``cluster_sensitive`` is derived from the body on every write (see ``derive``).
 """
 
 from __future__ import annotations
@@ -37,6 +38,10 @@ class ResourceBindingRow(ObjectMixin, ClaimMixin, Base):
     # "<Kind>/<namespace>/<name>" of the policy that claimed the binding (from its policy labels), so
     # deleting a policy finds the templates it claimed with one indexed query.
     policy_key: Mapped[str | None] = mapped_column(String(600), index=True, nullable=True)
+    # Whether a cluster change (added, relabelled, retainted, Ready flipped) may change this binding's
+    # placement: not Scheduled=True, or Duplicated, or not a workload. The scheduler re-queues these
+    # (after matching their affinity in Python) plus every binding on the changed cluster.
+    cluster_sensitive: Mapped[bool] = bool_column(index=True, default=True)
 
     targets: Mapped[list[BindingTargetClusterRow]] = relationship(
         back_populates="binding", cascade="all, delete-orphan", passive_deletes=True

@@ -20,11 +20,23 @@ def _unique_name(table: str) -> UniqueConstraint:
     return UniqueConstraint("namespace", "name", name=f"uq_{table}_namespace_name")
 
 
-class ClusterRow(ObjectMixin, Base):
-    """A member cluster (cluster.karmada.io Cluster, cluster-scoped)."""
+class ClusterRow(ObjectMixin, ClaimMixin, Base):
+    """A member cluster (cluster.karmada.io Cluster, cluster-scoped).
+
+    ``requeue_bindings`` queues the cluster for the scheduler: set on create and whenever what scheduling
+    reads of it changes (labels, spec, Ready, apiEnablements; ``scheduling_hash`` remembers the last
+    view), so the scheduler re-queues the bindings the change may affect (Karmada ``updateCluster``).
+    """
 
     __tablename__ = "clusters"
-    __table_args__ = (_unique_name("clusters"),)
+    __table_args__ = (
+        _unique_name("clusters"),
+        Index("ix_clusters_requeue_bindings_id", "requeue_bindings", "id"),
+    )
+    dirty_flag = "requeue_bindings"
+    requeue_bindings: Mapped[bool] = bool_column(default=True)
+    # sha256 of the scheduling-relevant view of the cluster (see derive); resourceSummary is not in it.
+    scheduling_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
     region: Mapped[str | None] = mapped_column(String(NAME_LENGTH), index=True, nullable=True)
     zone: Mapped[str | None] = mapped_column(String(NAME_LENGTH), index=True, nullable=True)

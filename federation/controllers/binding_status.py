@@ -1,0 +1,249 @@
+"""Binding and template status (Karmada's rb_status_controller + `AggregateStatus`): from a binding's Works,
+`status.aggregatedStatus` and the `FullyApplied` condition; from those, the template's status.
+
+Queueing: two change feeds (`change_feed`) — Works written since the last pass (their status changed,
+they were created or tombstoned) name their bindings through `binding_id`; bindings written since the last
+pass may expect a different set of clusters. Nothing else is read.
+
+Invariants:
+- `aggregatedStatus` has one item per Work of the binding that is not being deleted, sorted by cluster:
+  `applied` from the Work's `Applied` condition (a Work not applied gets health Unknown and its
+  message); `status`/`health` from the manifest status matching the template (Karmada
+  `assembleWorkStatus`).
+- `FullyApplied` is True `FullyAppliedSuccess` iff the items cover exactly the expected clusters
+  (`spec.clusters` + `requiredBy` + clusters held by a non-Directly eviction task) and every item is
+  applied; otherwise False `FullyAppliedFailed`. A binding that was never scheduled and has no Works is
+  left alone (there is nothing to report yet).
+- The template's status (Deployment, StatefulSet) is the sum over the items (`status_interpreter`).
+- Status-only writes: `update_status` never bumps `generation`, never queues the detector or the
+  scheduler, and nothing is written when the computed status equals the stored one.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from federation.controllers import conditions, rendering
+from federation.controllers.change_feed import ChangeFeed
+from federation.controllers.runtime import Clock, Outcome
+from federation.controllers.status_interpreter import UNKNOWN, aggregate_template_status, aggregates
+from federation.model.binding import CONDITION_FULLY_APPLIED
+from federation.model.work import CONDITION_APPLIED
+from federation.store.bindings import BindingRepository
+from federation.store.db import UnitOfWork
+from federation.store.errors import Conflict
+from federation.store.repository import ObjectRepository
+from federation.store.templates import templates_by_uid
+from federation.store.works import WorkRepository
+
+log = logging.getLogger(__name__)
+
+FULLY_APPLIED_SUCCESS = "FullyAppliedSuccess"
+FULLY_APPLIED_FAILED = "FullyAppliedFailed"
+FULLY_APPLIED_SUCCESS_MESSAGE = "All works have been successfully applied"
+FULLY_APPLIED_FAILED_MESSAGE = "Failed to apply all works, see status.aggregatedStatus for details"
+
+
+# -- pure: aggregation -------------------------------------------------------------------------------
+
+
+def expected_clusters(binding: Mapping[str, Any]) -> set[str]:
+    """Karmada `ObtainBindingSpecExistingClusters`: where the binding should have a Work."""
+    return {t.cluster for t in rendering.targets_of(binding)} | rendering.held_clusters(binding)
+
+
+def aggregated_items(binding: Mapping[str, Any], works: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    resource = (binding.get("spec") or {}).get("resource") or {}
+    items = [_item(work, resource) for work in works if not rendering.is_tombstoned(work)]
+    return sorted(items, key=lambda item: str(item["clusterName"]))
+
+
+def _item(work: Mapping[str, Any], resource: Mapping[str, Any]) -> dict[str, Any]:
+    cluster = rendering.cluster_of(work)
+    status = work.get("status") or {}
+    applied = conditions.find(status.get("conditions"), CONDITION_APPLIED)
+    if applied is None or applied.get("status") != "True":
+        item: dict[str, Any] = {"clusterName": cluster, "applied": False, "health": UNKNOWN}
+        if applied is not None and applied.get("message"):
+            item["appliedMessage"] = str(applied["message"])
+        return item
+    item = {"clusterName": cluster, "applied": True, "health": UNKNOWN}
+    matched = _manifest_status(work, resource)
+    if matched is not None:
+        if matched.get("status") is not None:
+            item["status"] = matched["status"]
+        item["health"] = matched.get("health") or UNKNOWN
+    return item
+
+
+def _manifest_status(work: Mapping[str, Any], resource: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The manifest status of the manifest that is the binding's template (by identity and ordinal)."""
+    manifests = ((work.get("spec") or {}).get("workload") or {}).get("manifests") or []
+    ordinal = next((i for i, m in enumerate(manifests) if _same_object(m, resource)), None)
+    if ordinal is None:
+        return None
+    group, _, version = str(resource.get("apiVersion") or "").rpartition("/")
+    for entry in (work.get("status") or {}).get("manifestStatuses") or []:
+        ident = entry.get("identifier") or {}
+        if (
+            ident.get("ordinal") == ordinal
+            and (ident.get("group") or "") == group
+            and ident.get("version") == version
+            and ident.get("kind") == resource.get("kind")
+            and (ident.get("namespace") or "") == (resource.get("namespace") or "")
+            and ident.get("name") == resource.get("name")
+        ):
+            found: Mapping[str, Any] = entry
+            return found
+    return None
+
+
+def _same_object(manifest: Mapping[str, Any], resource: Mapping[str, Any]) -> bool:
+    meta = manifest.get("metadata") or {}
+    return (
+        manifest.get("apiVersion") == resource.get("apiVersion")
+        and manifest.get("kind") == resource.get("kind")
+        and (meta.get("namespace") or "") == (resource.get("namespace") or "")
+        and meta.get("name") == resource.get("name")
+    )
+
+
+def fully_applied(items: Sequence[Mapping[str, Any]], expected: set[str]) -> bool:
+    """Karmada `worksFullyApplied`: scheduled, one item per expected cluster, all applied."""
+    if not expected or len(items) != len(expected):
+        return False
+    return all(item.get("applied") and item.get("clusterName") in expected for item in items)
+
+
+def binding_status(
+    binding: Mapping[str, Any], works: Sequence[Mapping[str, Any]], now: datetime
+) -> dict[str, Any]:
+    """The binding's status with ``aggregatedStatus`` and ``FullyApplied`` brought up to date."""
+    status = dict(binding.get("status") or {})
+    items = aggregated_items(binding, works)
+    ok = fully_applied(items, expected_clusters(binding))
+    reason = FULLY_APPLIED_SUCCESS if ok else FULLY_APPLIED_FAILED
+    message = FULLY_APPLIED_SUCCESS_MESSAGE if ok else FULLY_APPLIED_FAILED_MESSAGE
+    status["aggregatedStatus"] = items
+    status["conditions"] = conditions.upsert(
+        status.get("conditions"), CONDITION_FULLY_APPLIED, ok, reason, message, now
+    )
+    return status
+
+
+def needs_status(binding: Mapping[str, Any], works: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether there is anything to report: a placement, Works, or an old report to correct."""
+    return bool(expected_clusters(binding) or works or (binding.get("status") or {}).get("aggregatedStatus"))
+
+
+def template_status(template: Mapping[str, Any], items: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """The template's new status (None: not an aggregated kind)."""
+    if not aggregates(template):
+        return None
+    return aggregate_template_status(
+        template, [i["status"] for i in items if isinstance(i.get("status"), Mapping)]
+    )
+
+
+# -- the reconciler ----------------------------------------------------------------------------------
+
+
+@dataclass
+class BindingStatusController:
+    uow: UnitOfWork
+    clock: Clock
+    interval_seconds: float = 1.0
+    batch_size: int = 100
+    name: str = "binding-status"
+    watches: frozenset[str] = frozenset({"Work", "ResourceBinding", "ClusterResourceBinding"})
+    works_feed: ChangeFeed = field(default_factory=ChangeFeed)
+    bindings_feed: ChangeFeed = field(default_factory=ChangeFeed)
+
+    def reconcile(self) -> Outcome:
+        now = self.clock.now()
+        ids = self._changed(now)
+        written = 0
+        try:
+            for chunk in _chunks(ids, self.batch_size):
+                written += self._aggregate_batch(chunk)
+        except Conflict as exc:
+            # Another writer (the scheduler) changed a binding meanwhile; the feeds stay put, so the
+            # next pass recomputes from fresh rows.
+            log.info("binding status: %s; retrying next pass", exc)
+            return Outcome(written)
+        self.works_feed.commit(now)
+        self.bindings_feed.commit(now)
+        # Its writes are status-only and wake nobody: no controller acts on aggregated status.
+        return Outcome(written)
+
+    def _changed(self, now: datetime) -> list[int]:
+        with self.uow() as session:
+            from_works = WorkRepository(session).binding_ids_changed_since(self.works_feed.since(now))
+            from_bindings = BindingRepository(session).changed_since(self.bindings_feed.since(now))
+        self.works_feed.saw(at for _, at in from_works)
+        self.bindings_feed.saw(at for _, at in from_bindings)
+        return sorted({i for i, _ in from_works} | {i for i, _ in from_bindings})
+
+    def _aggregate_batch(self, ids: Sequence[int]) -> int:
+        now = self.clock.now()
+        with self.uow() as session:
+            bindings = BindingRepository(session).by_ids(ids)
+            works = WorkRepository(session).for_binding_ids(list(bindings))
+            templates = templates_by_uid(
+                session, [_template_uid(b) for b in bindings.values() if _template_uid(b)]
+            )
+            written = 0
+            for binding_id, binding in bindings.items():
+                owned = works.get(binding_id, [])
+                if needs_status(binding, owned):
+                    written += _write_status(
+                        session, binding, owned, templates.get(_template_uid(binding)), now
+                    )
+        return written
+
+
+def _write_status(
+    session: Session,
+    binding: Mapping[str, Any],
+    works: Sequence[Mapping[str, Any]],
+    template: Mapping[str, Any] | None,
+    now: datetime,
+) -> int:
+    written = 0
+    status = binding_status(binding, works, now)
+    if status != (binding.get("status") or {}):
+        meta = binding["metadata"]
+        BindingRepository(session).objects(meta.get("namespace") or "").update_status(
+            meta.get("namespace") or "", meta["name"], status
+        )
+        written += 1
+    if template is not None:
+        written += _write_template_status(session, template, status["aggregatedStatus"])
+    return written
+
+
+def _write_template_status(
+    session: Session, template: Mapping[str, Any], items: Sequence[Mapping[str, Any]]
+) -> int:
+    new = template_status(template, items)
+    if new is None or new == (template.get("status") or {}):
+        return 0
+    meta = template["metadata"]
+    repository = ObjectRepository(session, str(template["kind"]), str(template["apiVersion"]))
+    repository.update_status(meta.get("namespace") or "", meta["name"], new)
+    return 1
+
+
+def _template_uid(binding: Mapping[str, Any]) -> str:
+    return str(((binding.get("spec") or {}).get("resource") or {}).get("uid") or "")
+
+
+def _chunks(items: Sequence[int], size: int) -> Iterator[list[int]]:
+    for start in range(0, len(items), size):
+        yield list(items[start : start + size])

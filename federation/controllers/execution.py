@@ -1,0 +1,218 @@
+"""The execution controller (Karmada's binding controller, `ensureWork` + `removeOrphanWorks`): one Work
+per target cluster of every scheduled binding, and tombstones for the Works no longer wanted.
+
+Queueing (touch only rows that changed). A binding's claim columns belong to the scheduler
+(`needs_scheduling`), so this controller does not use them. Instead two change feeds
+(`change_feed.ChangeFeed`) find, by `updated_at` watermark, the bindings written since the last pass
+(new `spec.clusters`, eviction tasks, suspension...) and the bindings whose template was written (an image
+change does not rewrite the binding). Those bindings are rendered (`rendering`, pure) and compared with
+their Works; only differences are written, so a pass over unchanged rows writes nothing. A binding blocked
+by a Directly-purged cluster is retried every pass until its old Work is gone.
+
+Deletion propagates by tombstone, never by removing a row: a Work to delete (cluster dropped from the
+placement, or orphaned because its binding was deleted) gets `metadata.deletionTimestamp` and is queued
+for sync. Work sync (push) or the cluster's agent (pull) deletes the member objects and then the Work
+row, so no member object outlives its Work unseen. Hand-made Works (no binding annotations) are left alone.
+
+Each batch of bindings is one transaction; a failure leaves the feeds' watermarks in place so the
+next pass sees the same bindings again.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from federation.controllers import rendering
+from federation.controllers.change_feed import ChangeFeed
+from federation.controllers.detector import TEMPLATE_KIND
+from federation.controllers.runtime import Clock, Outcome
+from federation.store.bindings import BindingRepository
+from federation.store.db import UnitOfWork
+from federation.store.errors import Conflict
+from federation.store.events import EventRepository, InvolvedObject
+from federation.store.manifest import format_timestamp
+from federation.store.templates import templates_by_uid
+from federation.store.works import WorkRepository
+
+log = logging.getLogger(__name__)
+
+BINDING_KINDS = ("ResourceBinding", "ClusterResourceBinding")
+WORK_KIND = "Work"
+EVENT_SOURCE = "execution-controller"
+
+
+@dataclass
+class ExecutionController:
+    uow: UnitOfWork
+    clock: Clock
+    interval_seconds: float = 1.0
+    batch_size: int = 100
+    name: str = "execution"
+    watches: frozenset[str] = frozenset({*BINDING_KINDS, TEMPLATE_KIND})
+    bindings_feed: ChangeFeed = field(default_factory=ChangeFeed)
+    templates_feed: ChangeFeed = field(default_factory=ChangeFeed)
+    # Bindings waiting for a Directly-purged Work to disappear (a deletion leaves no row to watch).
+    _blocked: set[int] = field(default_factory=set)
+
+    def reconcile(self) -> Outcome:
+        now = self.clock.now()
+        written = 0
+        try:
+            for chunk in _chunks(self._changed(), self.batch_size):
+                written += self._render_batch(chunk)
+            written += self._tombstone_orphans()
+        except Conflict as exc:
+            # A Work or binding changed under us; the feeds stay put and the next pass re-plans.
+            log.info("execution: %s; retrying next pass", exc)
+            return Outcome.of(written, WORK_KIND)
+        self.bindings_feed.commit(now)
+        self.templates_feed.commit(now)
+        return Outcome.of(written, WORK_KIND)
+
+    # -- which bindings --------------------------------------------------------------------------------
+
+    def _changed(self) -> list[int]:
+        now = self.clock.now()
+        with self.uow() as session:
+            bindings = BindingRepository(session)
+            changed = bindings.changed_since(self.bindings_feed.since(now))
+            by_template = bindings.changed_templates_since(self.templates_feed.since(now))
+        self.bindings_feed.saw(at for _, at in changed)
+        self.templates_feed.saw(at for _, at in by_template)
+        return sorted({i for i, _ in changed} | {i for i, _ in by_template} | self._blocked)
+
+    # -- rendering -------------------------------------------------------------------------------------
+
+    def _render_batch(self, ids: Sequence[int]) -> int:
+        with self.uow() as session:
+            bindings = BindingRepository(session).by_ids(ids)
+            uids = [_template_uid(b) for b in bindings.values()]
+            templates = templates_by_uid(session, [uid for uid in uids if uid])
+            works = WorkRepository(session)
+            owned = works.for_binding_ids(list(bindings))
+            rendered = {
+                i: self._render(session, b, templates.get(_template_uid(b))) for i, b in bindings.items()
+            }
+            wanted = [_key_of(w) for ws in rendered.values() for w in ws or ()]
+            at_keys = works.by_keys([(k.namespace, k.name) for k in wanted])
+            written = 0
+            for binding_id, binding in bindings.items():
+                desired = rendered[binding_id]
+                if desired is None:
+                    continue
+                existing = _union(
+                    owned.get(binding_id, []), [w for w in at_keys if _key_of(w) in _keys(desired)]
+                )
+                written += self._write(session, binding_id, binding, desired, existing)
+        self._blocked.difference_update(set(ids) - set(bindings))
+        return written
+
+    def _render(
+        self, session: Session, binding: Mapping[str, Any], template: Mapping[str, Any] | None
+    ) -> list[dict[str, Any]] | None:
+        """The desired Works, or None to leave the binding's Works untouched this pass."""
+        if template is None:
+            # Karmada: the template is gone but the binding not yet; its deletion will orphan the Works.
+            return None
+        try:
+            return rendering.render_works(binding, template)
+        except (KeyError, TypeError, ValueError) as exc:
+            log.warning("cannot render Works of %s: %s", _describe(binding), exc)
+            self._event(session, binding, f"Failed to render Works: {exc}")
+            return None
+
+    def _write(
+        self,
+        session: Session,
+        binding_id: int,
+        binding: Mapping[str, Any],
+        desired: list[dict[str, Any]],
+        existing: list[dict[str, Any]],
+    ) -> int:
+        plan = rendering.plan_works(binding, desired, existing)
+        if plan.blocked:
+            self._blocked.add(binding_id)
+        else:
+            self._blocked.discard(binding_id)
+        apply_plan(session, plan, {_key_of(w): w for w in existing}, format_timestamp(self.clock.now()))
+        return plan.writes
+
+    # -- orphans ---------------------------------------------------------------------------------------
+
+    def _tombstone_orphans(self) -> int:
+        with self.uow() as session:
+            works = WorkRepository(session)
+            orphans = works.orphans()
+            keys = rendering.orphans_to_tombstone(orphans)
+            if keys:
+                plan = rendering.WorkPlan(tombstone=keys)
+                apply_plan(
+                    session, plan, {_key_of(w): w for w in orphans}, format_timestamp(self.clock.now())
+                )
+        return len(keys)
+
+    def _event(self, session: Session, binding: Mapping[str, Any], message: str) -> None:
+        meta = binding.get("metadata") or {}
+        involved = InvolvedObject(
+            kind=str(binding.get("kind") or ""),
+            name=str(meta.get("name") or ""),
+            namespace=str(meta.get("namespace") or ""),
+            uid=str(meta.get("uid") or ""),
+        )
+        events = EventRepository(session)
+        events.record(
+            involved, "Warning", "SyncWorkFailed", message, now=self.clock.now(), source=EVENT_SOURCE
+        )
+
+
+def apply_plan(
+    session: Session,
+    plan: rendering.WorkPlan,
+    existing: Mapping[rendering.WorkKey, Mapping[str, Any]],
+    timestamp: str,
+) -> None:
+    """Execute a plan: creates, replaces, then tombstones; changed Works are queued for sync."""
+    works = WorkRepository(session)
+    for work in plan.create:
+        works.objects.create(work)
+    for work in plan.replace:
+        works.objects.replace(work)
+    for key in plan.resurrect:
+        works.mark_needs_sync(key.namespace, key.name)
+    for key in plan.tombstone:
+        works.objects.replace(rendering.tombstoned(existing[key], timestamp))
+        # A metadata-only change does not queue the Work by itself; deletion must reach the member.
+        works.mark_needs_sync(key.namespace, key.name)
+
+
+def _template_uid(binding: Mapping[str, Any]) -> str:
+    return str(((binding.get("spec") or {}).get("resource") or {}).get("uid") or "")
+
+
+def _key_of(work: Mapping[str, Any]) -> rendering.WorkKey:
+    return rendering.key_of(work)
+
+
+def _keys(works: Sequence[Mapping[str, Any]]) -> set[rendering.WorkKey]:
+    return {_key_of(w) for w in works}
+
+
+def _union(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Works of the binding plus Works at its desired keys (an orphan it adopts), each once."""
+    seen = _keys(first)
+    return first + [w for w in second if _key_of(w) not in seen]
+
+
+def _describe(binding: Mapping[str, Any]) -> str:
+    meta = binding.get("metadata") or {}
+    return f"{binding.get('kind')} {meta.get('namespace') or ''}/{meta.get('name')}"
+
+
+def _chunks(items: Sequence[int], size: int) -> Iterator[list[int]]:
+    for start in range(0, len(items), size):
+        yield list(items[start : start + size])

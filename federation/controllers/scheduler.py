@@ -1,0 +1,323 @@
+"""The scheduler: claims bindings that need scheduling, runs the engine, writes the result.
+
+One reconcile:
+1. Cluster changes: claim queued clusters (``clusters.requeue_bindings``), re-queue the bindings on them
+   and the cluster-sensitive bindings (not Scheduled, Duplicated, non-workload) whose affinity matches
+   one of them (Karmada ``enqueueAffectedBindings``). Two queries plus one UPDATE per batch of clusters.
+2. Batches of queued bindings: one transaction claims the batch and loads its bindings, every cluster
+   (as snapshots), every WorkloadPolicy and the batch's templates (one query each, whatever the batch
+   size). Each binding is then decided in memory (``planner``/``engine``), the capacity it takes is
+   assumed for the rest of the cycle (``engine.assume``), and its write is one transaction: spec.clusters
+   + applied-placement annotation, status, decision record, event, claim release.
+
+Invariants:
+- Karmada's triggers decide (``planner.scheduling_trigger``); with none, only
+  ``schedulerObservedGeneration`` is synced. ``spec.suspension.scheduling`` bindings are skipped.
+- Success and NoClusterFit finish the claim (NoClusterFit waits for a cluster change); Unschedulable and
+  SchedulerError are retried after ``initial * 2^(n-1)`` seconds (n = consecutive failed decisions,
+  capped at the maximum). A write that lost a race (the binding's generation moved, or a concurrent
+  writer) is retried at the next tick: a decision is only written for the generation it was made for.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from federation.controllers.runtime import Clock, Outcome
+from federation.scheduling import engine, planner, snapshot
+from federation.scheduling.extender import Extender
+from federation.scheduling.types import ClusterSnapshot, EngineConfig, ScheduleResult, TargetCluster
+from federation.store import claims, requeue
+from federation.store.bindings import BindingRepository
+from federation.store.db import UnitOfWork
+from federation.store.decisions import Decision, DecisionRepository
+from federation.store.errors import Conflict, NotFound
+from federation.store.events import EventRepository, InvolvedObject
+from federation.store.manifest import join
+from federation.store.repository import ObjectRepository
+from federation.store.tables import ClusterRow, ResourceBindingRow
+from federation.store.templates import templates_by_uid
+
+log = logging.getLogger(__name__)
+
+WORKLOAD_POLICY_API_VERSION = "kosmos.io/v1alpha1"
+RETRIED = frozenset({"Unschedulable", "SchedulerError"})
+EVENT_SOURCE = "scheduler"
+Manifest = dict[str, Any]
+
+
+@dataclass
+class CycleState:
+    """What one scheduling cycle reads once and shares across its bindings."""
+
+    clusters: list[ClusterSnapshot]
+    workload_policies: list[Manifest]
+    templates: dict[str, Manifest]
+
+
+@dataclass
+class Scheduler:
+    uow: UnitOfWork
+    clock: Clock
+    identity: str
+    config: EngineConfig = field(default_factory=EngineConfig)
+    extenders: Sequence[Extender] = ()
+    interval_seconds: float = 1.0
+    batch_size: int = 100
+    claim_seconds: float = 60.0
+    backoff_initial_seconds: float = 1.0
+    backoff_max_seconds: float = 300.0
+    # Batches per reconcile: bounds one pass when bindings keep arriving; the next tick continues.
+    max_batches: int = 10
+    name: str = "scheduler"
+    watches: frozenset[str] = frozenset(
+        {"ResourceBinding", "ClusterResourceBinding", "Cluster", "WorkloadPolicy"}
+    )
+
+    def reconcile(self) -> Outcome:
+        self._requeue_for_cluster_changes()
+        written = 0
+        for _ in range(self.max_batches):
+            claimed, wrote = self._cycle()
+            written += wrote
+            if claimed < self.batch_size:
+                break
+        return Outcome.of(written, "ResourceBinding", "ClusterResourceBinding")
+
+    # -- cluster changes ----------------------------------------------------------------------------
+
+    def _requeue_for_cluster_changes(self) -> int:
+        requeued = 0
+        for _ in range(self.max_batches):
+            with self.uow() as session:
+                changed = claims.claim(
+                    session, ClusterRow, self.identity, self.batch_size, self.clock.now(), self.claim_seconds
+                )
+                if changed:
+                    requeued += _requeue_affected(session, [c.id for c in changed])
+                    claims.release(session, ClusterRow, changed, self.identity, done=True)
+            if len(changed) < self.batch_size:
+                break
+        return requeued
+
+    # -- bindings -----------------------------------------------------------------------------------
+
+    def _cycle(self) -> tuple[int, int]:
+        with self.uow() as session:
+            claimed = claims.claim(
+                session,
+                ResourceBindingRow,
+                self.identity,
+                self.batch_size,
+                self.clock.now(),
+                self.claim_seconds,
+            )
+            if not claimed:
+                return 0, 0
+            bindings = bindings_by_id(session, [c.id for c in claimed])
+            state = load_state(session, list(bindings.values()))
+        written = 0
+        for item in claimed:
+            binding = bindings.get(item.id)
+            if binding is not None:
+                written += self._handle(item, binding, state)
+        return len(claimed), written
+
+    def _handle(self, item: claims.Claim, binding: Manifest, state: CycleState) -> int:
+        if planner.scheduling_suspended(binding):
+            self._release(item, done=True)
+            return 0
+        trigger = planner.scheduling_trigger(binding, planner.gone_clusters(binding, state.clusters))
+        if trigger is None:
+            return self._write(item, binding, planner.sync_observed_generation, None)
+        result = self._decide(binding, state)
+        now = self.clock.now()
+        return self._write(
+            item, binding, lambda current: planner.apply_result(current, result, now, trigger), result
+        )
+
+    def _decide(self, binding: Manifest, state: CycleState) -> ScheduleResult:
+        uid = str(((binding.get("spec") or {}).get("resource") or {}).get("uid") or "")
+        try:
+            given = planner.binding_input(binding, state.templates.get(uid), state.workload_policies)
+            result = engine.schedule(given, state.clusters, self.config, self.extenders)
+        except Exception as exc:  # a bad binding or an engine bug must not stop the other bindings
+            log.exception("scheduling %s failed", _key(binding))
+            return _scheduler_error(binding, f"scheduling failed: {exc}")
+        state.clusters = engine.assume(state.clusters, result, given.resource_request, given.previous)
+        return result
+
+    def _write(
+        self,
+        item: claims.Claim,
+        loaded: Manifest,
+        render: Callable[[Manifest], Manifest],
+        result: ScheduleResult | None,
+    ) -> int:
+        now = self.clock.now()
+        try:
+            with self.uow() as session:
+                if not self._store(session, loaded, render, result, now):
+                    claims.release(
+                        session, ResourceBindingRow, [item], self.identity, done=False, retry_at=now
+                    )
+                    return 0
+                retry_at = self._retry_at(session, loaded, result, now)
+                claims.release(
+                    session,
+                    ResourceBindingRow,
+                    [item],
+                    self.identity,
+                    done=retry_at is None,
+                    retry_at=retry_at,
+                )
+        except (Conflict, NotFound) as exc:
+            log.info("scheduler: %s changed while it was scheduled (%s); retrying", _key(loaded), exc)
+            self._release(item, done=False, retry_at=now)
+            return 0
+        return 1
+
+    def _store(
+        self,
+        session: Session,
+        loaded: Manifest,
+        render: Callable[[Manifest], Manifest],
+        result: ScheduleResult | None,
+        now: datetime,
+    ) -> bool:
+        meta = loaded["metadata"]
+        namespace, name = meta.get("namespace") or "", meta["name"]
+        repo = BindingRepository(session, clock=self.clock.now).objects(namespace)
+        current = repo.get(namespace, name)
+        if current is None:
+            raise NotFound(loaded["kind"], namespace, name)
+        if current["metadata"].get("generation") != meta.get("generation"):
+            return False  # decided for an older spec; the newer one is queued already
+        written = render(current)
+        if _spec_or_annotations_differ(current, written):
+            stored = repo.replace(written)
+            written["metadata"]["generation"] = stored["metadata"]["generation"]
+            if result is not None and result.succeeded:
+                written["status"]["schedulerObservedGeneration"] = stored["metadata"]["generation"]
+        repo.update_status(namespace, name, written.get("status"))
+        if result is not None:
+            _record(session, written, result, now)
+        return True
+
+    def _retry_at(
+        self, session: Session, binding: Manifest, result: ScheduleResult | None, now: datetime
+    ) -> datetime | None:
+        if result is None or result.result not in RETRIED:
+            return None
+        failures = consecutive_failures(session, str(binding["metadata"].get("uid") or ""))
+        return now + timedelta(seconds=self.backoff(failures))
+
+    def backoff(self, failures: int) -> float:
+        """Seconds before the retry after the ``failures``-th consecutive failed attempt (1-based)."""
+        exponent = min(max(failures - 1, 0), 32)
+        return float(min(self.backoff_max_seconds, self.backoff_initial_seconds * 2**exponent))
+
+    def _release(self, item: claims.Claim, *, done: bool, retry_at: datetime | None = None) -> None:
+        with self.uow() as session:
+            claims.release(session, ResourceBindingRow, [item], self.identity, done=done, retry_at=retry_at)
+
+
+# -- reads ------------------------------------------------------------------------------------------------
+
+
+def bindings_by_id(session: Session, ids: Sequence[int]) -> dict[int, Manifest]:
+    """Row id → binding manifest, one query."""
+    statement = select(ResourceBindingRow).where(ResourceBindingRow.id.in_(list(ids)))
+    return {row.id: join(row) for row in session.scalars(statement)}
+
+
+def load_state(session: Session, bindings: Sequence[Manifest]) -> CycleState:
+    """Clusters, WorkloadPolicies and the batch's templates: one query each."""
+    uids = sorted(
+        {str(((b.get("spec") or {}).get("resource") or {}).get("uid") or "") for b in bindings} - {""}
+    )
+    policies, _ = ObjectRepository(session, "WorkloadPolicy", WORKLOAD_POLICY_API_VERSION).list()
+    return CycleState(cluster_snapshots(session), policies, templates_by_uid(session, uids))
+
+
+def cluster_snapshots(session: Session, ids: Sequence[int] | None = None) -> list[ClusterSnapshot]:
+    """Every cluster (or those with these row ids) as an engine snapshot; a malformed one is skipped."""
+    statement = select(ClusterRow).order_by(ClusterRow.name)
+    if ids is not None:
+        statement = statement.where(ClusterRow.id.in_(list(ids)))
+    snapshots = []
+    for row in session.scalars(statement):
+        try:
+            snapshots.append(snapshot.from_cluster(join(row)))
+        except ValueError as exc:
+            log.warning("cluster %s is left out of scheduling: %s", row.name, exc)
+    return snapshots
+
+
+def consecutive_failures(session: Session, binding_uid: str, horizon: int = 32) -> int:
+    """How many of the latest decisions in a row were retried failures (the one just recorded included)."""
+    count = 0
+    for decision in DecisionRepository(session).history(binding_uid=binding_uid, limit=horizon):
+        if decision.result not in RETRIED:
+            break
+        count += 1
+    return count
+
+
+def _requeue_affected(session: Session, cluster_ids: Sequence[int]) -> int:
+    changed = cluster_snapshots(session, cluster_ids)
+    ids = set(requeue.bindings_targeting(session, [c.name for c in changed]))
+    for candidate in requeue.sensitive_bindings(session):
+        if candidate.id not in ids and any(planner.affected_by(candidate.placement, c) for c in changed):
+            ids.add(candidate.id)
+    claims.mark_dirty(session, ResourceBindingRow, sorted(ids))
+    return len(ids)
+
+
+# -- writes -----------------------------------------------------------------------------------------------
+
+
+def _spec_or_annotations_differ(current: Manifest, written: Manifest) -> bool:
+    annotations = (current["metadata"].get("annotations") or {}) != (
+        written["metadata"].get("annotations") or {}
+    )
+    return annotations or current.get("spec") != written.get("spec")
+
+
+def _record(session: Session, binding: Manifest, result: ScheduleResult, now: datetime) -> None:
+    meta = binding["metadata"]
+    namespace = meta.get("namespace") or ""
+    DecisionRepository(session).append(
+        Decision(
+            binding_uid=str(meta.get("uid") or ""),
+            binding_kind=binding["kind"],
+            binding_namespace=namespace,
+            binding_name=meta["name"],
+            binding_generation=meta.get("generation"),
+            result=result.result,
+            message=result.message,
+            clusters=planner.target_entries(result),
+            explanation=(binding.get("status") or {}).get(planner.EXPLANATION_KEY) or {},
+            created_at=now,
+        )
+    )
+    type_, reason, message = planner.event_of(result)
+    involved = InvolvedObject(binding["kind"], meta["name"], namespace, str(meta.get("uid") or ""))
+    EventRepository(session).record(involved, type_, reason, message, now=now, source=EVENT_SOURCE)
+
+
+def _scheduler_error(binding: Manifest, message: str) -> ScheduleResult:
+    kept = tuple(TargetCluster(n, r) for n, r in sorted(planner.previous_clusters(binding).items()))
+    return ScheduleResult(kept, "SchedulerError", message)
+
+
+def _key(binding: Manifest) -> str:
+    meta = binding.get("metadata") or {}
+    return f"{binding.get('kind')} {meta.get('namespace') or ''}/{meta.get('name')}"

@@ -1,0 +1,144 @@
+"""Work status collection (push mode): Karmada's work-status controller, by polling instead of informers.
+
+Every `status_interval_seconds` it reads, for each applied Work on a Push-mode cluster, the member's copy
+of every manifest and records `status.manifestStatuses[{identifier, status, health}]`
+(`status_interpreter`). Pull-mode clusters report their own status through their agent.
+
+Invariants:
+- Members are read concurrently across clusters with bounded workers; within a cluster one object
+  after another, and a connectivity failure skips the rest of that cluster for this round (its Works
+  keep the status they had: a member we cannot reach tells us nothing new).
+- A Work is written only when its manifest statuses changed; the write merges them into the Work's
+  *current* status (re-read in the writing transaction), so an `Applied` condition written meanwhile by
+  work sync is never overwritten. A concurrent write makes the round's transaction fail as a whole; the
+  next round repeats it (collection is idempotent).
+- A member object that is missing although its Work is applied (someone deleted it on the member) queues
+  the Work for sync, which recreates it — Karmada's `recreateResourceIfNeeded`.
+- Reading every applied Work each round is inherent to polling; only changes are written.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from federation.controllers import rendering
+from federation.controllers.members_access import MemberAccess
+from federation.controllers.runtime import Clock, Outcome
+from federation.controllers.status_interpreter import manifest_status
+from federation.members.client import MemberClient
+from federation.members.errors import MemberError
+from federation.members.pool import run_concurrently
+from federation.store.db import UnitOfWork
+from federation.store.errors import Conflict
+from federation.store.works import WorkRepository
+
+log = logging.getLogger(__name__)
+
+WORK_KIND = "Work"
+
+
+@dataclass(frozen=True, slots=True)
+class Observed:
+    """What one round saw for one Work: its manifest statuses, or that an object is missing."""
+
+    work_id: int
+    statuses: tuple[dict[str, Any], ...]
+    missing: bool
+
+
+@dataclass
+class WorkStatusCollector:
+    uow: UnitOfWork
+    clock: Clock
+    members: MemberAccess
+    interval_seconds: float = 10.0
+    name: str = "work-status"
+    # Polling: writes elsewhere do not make members' status change any sooner.
+    watches: frozenset[str] = frozenset()
+
+    def reconcile(self) -> Outcome:
+        with self.uow() as session:
+            works = [
+                (i, w)
+                for i, w in WorkRepository(session).applied_on_push_clusters()
+                if not rendering.is_tombstoned(w)
+            ]
+        if not works:
+            return Outcome()
+        observed = self._observe(works)
+        known = {i: w for i, w in works}
+        changed = [o for o in observed if not o.missing and _statuses(known[o.work_id]) != list(o.statuses)]
+        missing = [o.work_id for o in observed if o.missing]
+        try:
+            written = self._write(changed, missing)
+        except Conflict as exc:
+            log.info("work status: a Work changed while writing (%s); next round retries", exc)
+            return Outcome()
+        return Outcome.of(written, WORK_KIND)
+
+    def _observe(self, works: Sequence[tuple[int, dict[str, Any]]]) -> list[Observed]:
+        by_cluster: dict[str, list[tuple[int, dict[str, Any]]]] = defaultdict(list)
+        for work_id, work in works:
+            by_cluster[rendering.cluster_of(work)].append((work_id, work))
+        settings = self.members.settings
+        longest = max(len(ws) for ws in by_cluster.values())
+        outcomes = run_concurrently(
+            lambda cluster: self._observe_cluster(cluster, by_cluster[cluster]),
+            by_cluster,
+            max_workers=settings.max_concurrency,
+            timeout=settings.request_timeout_seconds * (longest + 1),
+        )
+        return [seen for outcome in outcomes.values() if outcome.value for seen in outcome.value]
+
+    def _observe_cluster(self, cluster: str, works: Sequence[tuple[int, dict[str, Any]]]) -> list[Observed]:
+        found: list[Observed] = []
+        try:
+            client = self.members.client(cluster)
+            for work_id, work in works:
+                objects = [_get(client, m) for m in _manifests(work)]
+                statuses = tuple(
+                    manifest_status(m, i, o)
+                    for i, (m, o) in enumerate(zip(_manifests(work), objects, strict=True))
+                )
+                found.append(Observed(work_id, statuses, missing=any(o is None for o in objects)))
+        except MemberError as err:
+            log.info("work status: cluster %s skipped this round: %s", cluster, err)
+        return found
+
+    def _write(self, changed: Sequence[Observed], missing: Sequence[int]) -> int:
+        if not changed and not missing:
+            return 0
+        with self.uow() as session:
+            works = WorkRepository(session)
+            current = works.by_ids([o.work_id for o in changed])
+            for seen in changed:
+                work = current.get(seen.work_id)
+                if work is None or rendering.is_tombstoned(work):
+                    continue
+                status = {**(work.get("status") or {}), "manifestStatuses": list(seen.statuses)}
+                works.objects.update_status(work["metadata"]["namespace"], work["metadata"]["name"], status)
+            works.mark_ids_need_sync(missing)
+        return len(changed) + len(missing)
+
+
+def _manifests(work: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return list(((work.get("spec") or {}).get("workload") or {}).get("manifests") or [])
+
+
+def _statuses(work: Mapping[str, Any]) -> list[Any]:
+    return list((work.get("status") or {}).get("manifestStatuses") or [])
+
+
+def _get(client: MemberClient, manifest: Mapping[str, Any]) -> dict[str, Any] | None:
+    meta = manifest.get("metadata") or {}
+    found: dict[str, Any] | None = client.get(
+        str(manifest.get("apiVersion")),
+        str(manifest.get("kind")),
+        meta.get("namespace"),
+        str(meta.get("name")),
+    )
+    return found

@@ -1,0 +1,346 @@
+"""Work sync (push mode): Karmada's execution controller. Applies queued Works to their member clusters,
+deletes the member objects of tombstoned Works, and records the `Applied` condition.
+
+Invariants:
+- Only Works with `needs_sync` on Push-mode clusters are claimed (`works.claim_for_push`); a Pull-mode
+  cluster's agent does the same job for its own Works.
+- Member I/O runs outside any transaction: claim (one transaction), talk to members concurrently
+  across clusters with bounded workers (`pool.run_concurrently`), record results (one transaction).
+  Within one cluster Works go one after another; a connectivity failure (unreachable, timeout, no
+  credentials) fails that cluster's remaining Works at once instead of paying one timeout each.
+- A tombstoned Work (`metadata.deletionTimestamp`) is deleted from the member (unless
+  `preserveResourcesOnDeletion`), then its row is removed — only if it is still tombstoned when the
+  results are recorded (the execution controller may have revived it meanwhile). A Work whose cluster no
+  longer exists is removed without member I/O.
+- `Applied` uses Karmada's wording: True `AppliedSuccessful` "Manifest has been successfully applied";
+  False `AppliedFailed` "Failed to apply all manifests (k/n): <errors>". A suspended Work gets
+  `Dispatching` False `SuspendDispatching` and is not applied.
+- Retries back off exponentially without a counter column: the next attempt waits as long as the Work has
+  been failing (since `Applied` turned False, or since its tombstone), clamped to
+  [retry_backoff_initial, retry_backoff_max]. Waits double: initial, initial, 2x, 4x, ...
+- A successful apply also records the manifest statuses the member returned, so replicas show up before
+  the next status collection (`work_status`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from federation.controllers import conditions, rendering
+from federation.controllers.members_access import MemberAccess
+from federation.controllers.runtime import Clock, Outcome
+from federation.controllers.status_interpreter import manifest_status
+from federation.members.client import MemberClient
+from federation.members.errors import MemberError
+from federation.members.pool import run_concurrently
+from federation.model.work import CONDITION_APPLIED, CONDITION_DISPATCHING
+from federation.store import claims
+from federation.store.claims import Claim
+from federation.store.db import UnitOfWork
+from federation.store.derive import parse_timestamp
+from federation.store.tables import ClusterRow, WorkRow
+from federation.store.works import WorkRepository, claim_for_push
+
+log = logging.getLogger(__name__)
+
+WORK_KIND = "Work"
+APPLIED_SUCCESSFUL = "AppliedSuccessful"
+APPLIED_FAILED = "AppliedFailed"
+APPLIED_MESSAGE = "Manifest has been successfully applied"
+SUSPEND_DISPATCHING = "SuspendDispatching"
+SUSPEND_MESSAGE = "Work dispatching is in a suspended state."
+# Failures after which talking to the cluster again in this pass is pointless.
+CONNECTIVITY_FAILURES = frozenset({"unreachable", "timeout", "kubeconfig", "unauthorized"})
+SERVICE_UNAVAILABLE = 503
+
+
+@dataclass(frozen=True, slots=True)
+class SyncTask:
+    """One claimed Work, as the member I/O needs it."""
+
+    claim: Claim
+    cluster: str
+    manifests: tuple[dict[str, Any], ...]
+    delete: bool = False
+    preserve: bool = False
+    suspended: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SyncResult:
+    """What happened to one task; ``observed`` holds the member's copy of each applied manifest."""
+
+    task: SyncTask
+    errors: tuple[str, ...] = ()
+    observed: tuple[dict[str, Any] | None, ...] = ()
+    succeeded: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+class ClusterUnreachable(Exception):
+    """Stop working on one cluster for this pass: the task that hit it and the rest fail with ``error``."""
+
+    def __init__(self, error: MemberError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+@dataclass
+class WorkSync:
+    uow: UnitOfWork
+    clock: Clock
+    identity: str
+    members: MemberAccess
+    interval_seconds: float = 2.0
+    batch_size: int = 100
+    claim_seconds: float = 60.0
+    backoff_initial_seconds: float = 1.0
+    backoff_max_seconds: float = 300.0
+    name: str = "work-sync"
+    watches: frozenset[str] = frozenset({WORK_KIND, "Cluster"})
+
+    def reconcile(self) -> Outcome:
+        handled = 0
+        while True:
+            tasks, gone = self._claim()
+            if not tasks:
+                break
+            results = self._run(tasks, gone)
+            handled += self._record(results)
+            if len(tasks) < self.batch_size:
+                break
+        return Outcome.of(handled, WORK_KIND)
+
+    # -- claim -----------------------------------------------------------------------------------------
+
+    def _claim(self) -> tuple[list[SyncTask], set[str]]:
+        """Claimed Works as tasks, and the names of their clusters that no longer exist."""
+        with self.uow() as session:
+            claimed = claim_for_push(
+                session, self.identity, self.batch_size, self.clock.now(), self.claim_seconds
+            )
+            works = WorkRepository(session).by_ids([c.id for c in claimed])
+            tasks = [_task(c, works[c.id]) for c in claimed if c.id in works]
+            gone = {t.cluster for t in tasks} - _existing_clusters(session, {t.cluster for t in tasks})
+        return tasks, gone
+
+    # -- member I/O ------------------------------------------------------------------------------------
+
+    def _run(self, tasks: Sequence[SyncTask], gone: set[str]) -> list[SyncResult]:
+        by_cluster: dict[str, list[SyncTask]] = defaultdict(list)
+        results: list[SyncResult] = []
+        for task in tasks:
+            if task.cluster in gone:
+                results.append(_without_cluster(task))
+            else:
+                by_cluster[task.cluster].append(task)
+        settings = self.members.settings
+        longest = max((len(ts) for ts in by_cluster.values()), default=0)
+        outcomes = run_concurrently(
+            lambda cluster: self._sync_cluster(cluster, by_cluster[cluster]),
+            by_cluster,
+            max_workers=settings.max_concurrency,
+            timeout=settings.request_timeout_seconds * (longest + 1),
+        )
+        for cluster, outcome in outcomes.items():
+            results.extend(
+                outcome.value if outcome.value is not None else _failed(by_cluster[cluster], outcome.error)
+            )
+        return results
+
+    def _sync_cluster(self, cluster: str, tasks: Sequence[SyncTask]) -> list[SyncResult]:
+        try:
+            client = self.members.client(cluster)
+        except MemberError as err:
+            return _failed(tasks, err)
+        done: list[SyncResult] = []
+        for index, task in enumerate(tasks):
+            try:
+                done.append(_sync_one(client, task))
+            except ClusterUnreachable as stop:
+                done.extend(_failed(tasks[index:], stop.error))
+                break
+        return done
+
+    # -- record ----------------------------------------------------------------------------------------
+
+    def _record(self, results: Sequence[SyncResult]) -> int:
+        now = self.clock.now()
+        with self.uow() as session:
+            works = WorkRepository(session)
+            current = works.by_ids([r.task.claim.id for r in results])
+            finished: list[Claim] = []
+            retries: dict[datetime, list[Claim]] = defaultdict(list)
+            for result in results:
+                work = current.get(result.task.claim.id)
+                if work is None:
+                    continue  # deleted meanwhile: nothing to record, no claim to release
+                retry_at = self._record_one(session, work, result, now)
+                (retries[retry_at] if retry_at else finished).append(result.task.claim)
+            claims.release(session, WorkRow, finished, self.identity, done=True)
+            for retry_at, claimed in retries.items():
+                claims.release(session, WorkRow, claimed, self.identity, done=False, retry_at=retry_at)
+        return len(results)
+
+    def _record_one(
+        self, session: Session, work: dict[str, Any], result: SyncResult, now: datetime
+    ) -> datetime | None:
+        """Write the outcome of one task; the retry time when it must be tried again."""
+        meta = work["metadata"]
+        works = WorkRepository(session)
+        if result.task.delete:
+            if not result.ok:
+                log.info(
+                    "deleting %s/%s from its member failed: %s",
+                    meta["namespace"],
+                    meta["name"],
+                    result.errors,
+                )
+                return now + self._backoff(parse_timestamp(meta.get(rendering.DELETION_TIMESTAMP)), now)
+            if rendering.is_tombstoned(work):
+                works.objects.delete(meta["namespace"], meta["name"])
+            return None
+        status = dict(work.get("status") or {})
+        retry_at = None
+        if result.task.suspended:
+            status["conditions"] = conditions.upsert(
+                status.get("conditions"),
+                CONDITION_DISPATCHING,
+                False,
+                SUSPEND_DISPATCHING,
+                SUSPEND_MESSAGE,
+                now,
+            )
+        elif result.ok:
+            status["conditions"] = conditions.upsert(
+                status.get("conditions"), CONDITION_APPLIED, True, APPLIED_SUCCESSFUL, APPLIED_MESSAGE, now
+            )
+            status["manifestStatuses"] = [
+                manifest_status(m, i, o)
+                for i, (m, o) in enumerate(zip(result.task.manifests, result.observed, strict=True))
+            ]
+        else:
+            failing_since = conditions.false_since(status.get("conditions"), CONDITION_APPLIED)
+            status["conditions"] = conditions.upsert(
+                status.get("conditions"),
+                CONDITION_APPLIED,
+                False,
+                APPLIED_FAILED,
+                failure_message(result),
+                now,
+            )
+            retry_at = now + self._backoff(failing_since, now)
+        works.objects.update_status(meta["namespace"], meta["name"], status)
+        return retry_at
+
+    def _backoff(self, failing_since: datetime | None, now: datetime) -> timedelta:
+        return timedelta(
+            seconds=backoff_seconds(
+                failing_since, now, self.backoff_initial_seconds, self.backoff_max_seconds
+            )
+        )
+
+
+def backoff_seconds(failing_since: datetime | None, now: datetime, initial: float, maximum: float) -> float:
+    """Wait as long as it has been failing, within [initial, maximum]: attempts at t0+i, +2i, +4i, ..."""
+    elapsed = (now - failing_since).total_seconds() if failing_since else 0.0
+    return min(maximum, max(initial, elapsed))
+
+
+def failure_message(result: SyncResult) -> str:
+    """Karmada's: "Failed to apply all manifests (k/n): err" (several errors in brackets)."""
+    errors = result.errors
+    joined = errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
+    return f"Failed to apply all manifests ({result.succeeded}/{len(result.task.manifests)}): {joined}"
+
+
+def _task(claim: Claim, work: Mapping[str, Any]) -> SyncTask:
+    spec = work.get("spec") or {}
+    manifests = tuple((spec.get("workload") or {}).get("manifests") or ())
+    return SyncTask(
+        claim=claim,
+        cluster=rendering.cluster_of(work),
+        manifests=manifests,
+        delete=rendering.is_tombstoned(work),
+        preserve=bool(spec.get("preserveResourcesOnDeletion")),
+        suspended=bool(spec.get("suspendDispatching")),
+    )
+
+
+def _existing_clusters(session: Session, names: set[str]) -> set[str]:
+    if not names:
+        return set()
+    return set(session.scalars(select(ClusterRow.name).where(ClusterRow.name.in_(names))))
+
+
+def _without_cluster(task: SyncTask) -> SyncResult:
+    if task.delete:
+        return SyncResult(task)  # nothing left to clean up on a cluster that is gone
+    return SyncResult(task, errors=(f"cluster {task.cluster!r} is not registered",))
+
+
+def _failed(tasks: Sequence[SyncTask], error: BaseException | None) -> list[SyncResult]:
+    message = str(error) if error is not None else "unknown error"
+    return [SyncResult(t, errors=(message,)) for t in tasks]
+
+
+def _sync_one(client: MemberClient, task: SyncTask) -> SyncResult:
+    if task.delete:
+        return _delete_from_member(client, task)
+    if task.suspended:
+        return SyncResult(task)
+    return _apply_to_member(client, task)
+
+
+def _apply_to_member(client: MemberClient, task: SyncTask) -> SyncResult:
+    errors: list[str] = []
+    observed: list[dict[str, Any] | None] = []
+    for manifest in task.manifests:
+        try:
+            observed.append(client.apply(manifest))
+        except MemberError as err:
+            if _cluster_level(err):
+                raise ClusterUnreachable(err) from err
+            errors.append(str(err))
+            observed.append(None)
+        except ValueError as err:  # a manifest the client refuses before sending it
+            errors.append(str(err))
+            observed.append(None)
+    succeeded = len(task.manifests) - len(errors)
+    return SyncResult(task, errors=tuple(errors), observed=tuple(observed), succeeded=succeeded)
+
+
+def _cluster_level(err: MemberError) -> bool:
+    """A failure of the cluster rather than of one object (a member answering 503 to everything is down)."""
+    return err.kind in CONNECTIVITY_FAILURES or err.status == SERVICE_UNAVAILABLE
+
+
+def _delete_from_member(client: MemberClient, task: SyncTask) -> SyncResult:
+    if task.preserve:
+        return SyncResult(task)  # Karmada keeps the member objects (it only strips its own labels)
+    errors: list[str] = []
+    for manifest in task.manifests:
+        meta = manifest.get("metadata") or {}
+        try:
+            client.delete(
+                str(manifest.get("apiVersion")),
+                str(manifest.get("kind")),
+                meta.get("namespace"),
+                str(meta.get("name")),
+            )
+        except MemberError as err:
+            if _cluster_level(err):
+                raise ClusterUnreachable(err) from err
+            errors.append(str(err))
+    return SyncResult(task, errors=tuple(errors))

@@ -1,0 +1,307 @@
+"""From a stored ResourceBinding to an engine input, and from an engine result back to the binding as the
+scheduler writes it. Shared by the scheduler controller and ``federation plan``; pure (time is passed in).
+
+Invariants:
+- ``binding_input`` reads only the binding (``spec.resource/replicas/replicaRequirements/placement/
+  clusters/gracefulEvictionTasks/rescheduleTriggeredAt``, ``status.lastScheduledTime/
+  schedulerObservingAffinityName``) plus the template's labels, which choose the WorkloadPolicy.
+- ``apply_result`` is Karmada's write (semantics §1.7): ``spec.clusters`` and the applied-placement
+  annotation only when the result writes clusters (Success, NoClusterFit); the ``Scheduled`` condition
+  always (``lastTransitionTime`` moves only when its status flips); ``schedulerObservedGeneration`` (the
+  generation after this write: a changed ``spec.clusters`` bumps it) and ``lastScheduledTime`` only on
+  Success; ``schedulerObservingAffinityName`` only when a term was chosen.
+  The engine's explanation goes to ``status.schedulingExplanation``.
+- ``spec.clusters`` entries omit ``replicas`` when it is 0 (Karmada's ``omitempty``).
+- Offline planning (``plan_manifests``) lives in ``federation.scheduling.offline``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Collection, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from federation.model.binding import APPLIED_PLACEMENT_ANNOTATION, CONDITION_SCHEDULED
+from federation.model.placement import Placement
+from federation.model.quantity import to_int, to_milli
+from federation.model.workloadpolicy import WorkloadPolicy
+from federation.scheduling import snapshot, triggers
+from federation.scheduling.filters import cluster_matches
+from federation.scheduling.types import (
+    CPU,
+    BindingInput,
+    ClusterSnapshot,
+    EngineConfig,
+    Headroom,
+    ScheduleResult,
+)
+from federation.scheduling.workloadpolicy import select_policy
+
+EXPLANATION_KEY = "schedulingExplanation"
+SUCCESS_EVENT = "ScheduleBindingSucceed"
+FAILURE_EVENT = "ScheduleBindingFailed"
+
+Manifest = Mapping[str, Any]
+
+
+class HeadroomLike(Protocol):
+    @property
+    def percent(self) -> float: ...
+    @property
+    def floor(self) -> str: ...
+
+
+class SchedulerSettingsLike(Protocol):
+    """The part of ``settings.SchedulerSettings`` the engine config is built from (read-only)."""
+
+    @property
+    def score_weights(self) -> Mapping[str, int]: ...
+    @property
+    def headroom(self) -> Mapping[str, HeadroomLike]: ...
+    @property
+    def enable_empty_workload_propagation(self) -> bool: ...
+
+
+def engine_config(settings: SchedulerSettingsLike) -> EngineConfig:
+    """``EngineConfig`` from the scheduler settings (headroom floors parsed as quantities)."""
+    headroom = {name: _headroom(name, rule) for name, rule in settings.headroom.items()}
+    return EngineConfig(
+        score_weights=dict(settings.score_weights),
+        headroom=headroom,
+        enable_empty_workload_propagation=settings.enable_empty_workload_propagation,
+    )
+
+
+def _headroom(resource: str, rule: HeadroomLike) -> Headroom:
+    floor = to_milli(rule.floor) if resource == CPU else to_int(rule.floor)
+    return Headroom(percent=float(rule.percent), floor=floor)
+
+
+def format_time(value: datetime) -> str:
+    """RFC 3339 in UTC, second precision (``metav1.Time``)."""
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(value: Any) -> datetime | None:
+    if not value:
+        return None
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+
+
+# -- reading a binding ----------------------------------------------------------------------------------
+
+
+def _spec(binding: Manifest) -> Mapping[str, Any]:
+    return binding.get("spec") or {}
+
+
+def _status(binding: Manifest) -> Mapping[str, Any]:
+    return binding.get("status") or {}
+
+
+def placement_of(binding: Manifest) -> Placement:
+    return Placement.model_validate(_spec(binding).get("placement") or {})
+
+
+def applied_placement(binding: Manifest) -> Placement | None:
+    """The placement of the last written schedule (annotation), None when never scheduled or unreadable."""
+    raw = ((binding.get("metadata") or {}).get("annotations") or {}).get(APPLIED_PLACEMENT_ANNOTATION)
+    if not raw:
+        return None
+    try:
+        return Placement.model_validate(json.loads(raw))
+    except ValueError:
+        return None
+
+
+def previous_clusters(binding: Manifest) -> dict[str, int]:
+    return {str(c["name"]): int(c.get("replicas") or 0) for c in _spec(binding).get("clusters") or ()}
+
+
+def is_workload(binding: Manifest) -> bool:
+    spec = _spec(binding)
+    return int(spec.get("replicas") or 0) > 0 or spec.get("replicaRequirements") is not None
+
+
+def scheduling_suspended(binding: Manifest) -> bool:
+    return bool((_spec(binding).get("suspension") or {}).get("scheduling"))
+
+
+def workload_policy_for(
+    template: Manifest | None, workload_policies: Sequence[Manifest]
+) -> WorkloadPolicy | None:
+    """The WorkloadPolicy of the template's namespace named by its label, else the one selecting it."""
+    if template is None:
+        return None
+    meta = template.get("metadata") or {}
+    namespace = meta.get("namespace") or ""
+    if not namespace:
+        return None
+    local = [
+        WorkloadPolicy.model_validate(p)
+        for p in workload_policies
+        if ((p.get("metadata") or {}).get("namespace") or "") == namespace
+    ]
+    return select_policy(local, dict(meta.get("labels") or {}))
+
+
+def binding_input(
+    binding: Manifest, template: Manifest | None, workload_policies: Sequence[Manifest] = ()
+) -> BindingInput:
+    """What the engine reads of a binding (and of its template: the labels that pick a WorkloadPolicy)."""
+    spec, status = _spec(binding), _status(binding)
+    resource = spec.get("resource") or {}
+    requirements = spec.get("replicaRequirements")
+    policy = workload_policy_for(template, workload_policies)
+    return BindingInput(
+        kind=str(resource.get("kind", "")),
+        api_version=str(resource.get("apiVersion", "")),
+        name=str(resource.get("name", "")),
+        namespace=str(resource.get("namespace") or ""),
+        uid=str(resource.get("uid") or (binding.get("metadata") or {}).get("uid") or ""),
+        replicas=int(spec.get("replicas") or 0),
+        resource_request=snapshot.resources(
+            (requirements or {}).get("resourceRequest"), "spec.replicaRequirements.resourceRequest"
+        ),
+        has_replica_requirements=requirements is not None,
+        placement=placement_of(binding),
+        previous=previous_clusters(binding),
+        fresh=triggers.reschedule_required(
+            parse_time(spec.get("rescheduleTriggeredAt")), parse_time(status.get("lastScheduledTime"))
+        ),
+        eviction_clusters=frozenset(
+            str(t["fromCluster"]) for t in spec.get("gracefulEvictionTasks") or () if t.get("fromCluster")
+        ),
+        observed_affinity=str(status.get("schedulerObservingAffinityName") or ""),
+        workload_policy=policy.spec if policy is not None else None,
+    )
+
+
+def scheduling_trigger(binding: Manifest, gone_clusters: Collection[str] = ()) -> str | None:
+    """Karmada's reason to schedule now (``triggers.needs_scheduling``), None to only sync the generation."""
+    spec, status = _spec(binding), _status(binding)
+    return triggers.needs_scheduling(
+        placement=placement_of(binding),
+        applied_placement=applied_placement(binding),
+        observed_affinity=str(status.get("schedulerObservingAffinityName") or ""),
+        replicas=int(spec.get("replicas") or 0),
+        is_workload=is_workload(binding),
+        clusters=previous_clusters(binding),
+        reschedule_triggered_at=parse_time(spec.get("rescheduleTriggeredAt")),
+        last_scheduled_time=parse_time(status.get("lastScheduledTime")),
+        gone_clusters=gone_clusters,
+    )
+
+
+def gone_clusters(binding: Manifest, clusters: Sequence[ClusterSnapshot]) -> set[str]:
+    """Target clusters that no longer exist or are being deleted."""
+    live = {c.name for c in clusters if not c.deleting}
+    return {name for name in previous_clusters(binding) if name not in live}
+
+
+def affected_by(placement: Mapping[str, Any], cluster: ClusterSnapshot) -> bool:
+    """Whether a change of ``cluster`` can matter to a binding with this placement: no affinity at all,
+    or any term (or overflow tier) matches it. A superset of Karmada's old-or-new check for the new side;
+    bindings already on the cluster are re-queued separately."""
+    try:
+        terms = Placement.model_validate(placement).affinity_terms()
+    except ValueError:
+        return True
+    if not terms:
+        return True
+    return any(
+        cluster_matches(term, cluster)
+        or any(cluster_matches(o, cluster) for o in term.overflow_affinities or ())
+        for term in terms
+    )
+
+
+# -- writing a result -----------------------------------------------------------------------------------
+
+
+def target_entries(result: ScheduleResult) -> list[dict[str, Any]]:
+    return [
+        {"name": t.name, "replicas": t.replicas} if t.replicas else {"name": t.name} for t in result.clusters
+    ]
+
+
+def scheduled_condition(
+    result: ScheduleResult, previous: Mapping[str, Any] | None, now: datetime
+) -> dict[str, Any]:
+    status = "True" if result.succeeded else "False"
+    transition = format_time(now)
+    if previous is not None and previous.get("status") == status and previous.get("lastTransitionTime"):
+        transition = str(previous["lastTransitionTime"])
+    return {
+        "type": CONDITION_SCHEDULED,
+        "status": status,
+        "reason": result.result,
+        "message": result.message,
+        "lastTransitionTime": transition,
+    }
+
+
+def with_condition(
+    conditions: Sequence[Mapping[str, Any]], condition: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """``meta.SetStatusCondition``: replace the condition of that type in place, or append it."""
+    if any(c.get("type") == condition["type"] for c in conditions):
+        return [condition if c.get("type") == condition["type"] else dict(c) for c in conditions]
+    return [*(dict(c) for c in conditions), condition]
+
+
+def explanation_of(result: ScheduleResult, trigger: str | None) -> dict[str, Any]:
+    explanation: dict[str, Any] = {"result": result.result, "trigger": trigger, **result.explanation}
+    if result.unplaced:
+        explanation["unplaced"] = result.unplaced
+    if result.avoid_ignored:
+        explanation["avoidIgnored"] = True
+    return explanation
+
+
+def apply_result(
+    binding: Manifest, result: ScheduleResult, now: datetime, trigger: str | None = None
+) -> dict[str, Any]:
+    """The binding exactly as the scheduler writes it after ``result`` (a new dict; input untouched)."""
+    out = copy.deepcopy(dict(binding))
+    meta = out.setdefault("metadata", {})
+    spec = out.setdefault("spec", {})
+    if result.writes_clusters:
+        spec["clusters"] = target_entries(result)
+        placement = json.dumps(spec.get("placement") or {}, separators=(",", ":"))
+        meta["annotations"] = {**(meta.get("annotations") or {}), APPLIED_PLACEMENT_ANNOTATION: placement}
+    if spec != (binding.get("spec") or {}):
+        # spec.clusters is spec: writing it bumps generation, and the generation observed is the new one
+        # (Karmada gets there one pass later, when the bump re-queues the binding).
+        meta["generation"] = int(meta.get("generation") or 1) + 1
+    status = dict(out.get("status") or {})
+    conditions = list(status.get("conditions") or [])
+    previous = next((c for c in conditions if c.get("type") == CONDITION_SCHEDULED), None)
+    status["conditions"] = with_condition(conditions, scheduled_condition(result, previous, now))
+    if result.succeeded:
+        status["schedulerObservedGeneration"] = int(meta.get("generation") or 1)
+        status["lastScheduledTime"] = format_time(now)
+    if result.affinity_name:
+        status["schedulerObservingAffinityName"] = result.affinity_name
+    status[EXPLANATION_KEY] = explanation_of(result, trigger)
+    out["status"] = status
+    return out
+
+
+def sync_observed_generation(binding: Manifest) -> dict[str, Any]:
+    """Nothing triggers a schedule: only ``schedulerObservedGeneration`` follows ``generation``."""
+    out = copy.deepcopy(dict(binding))
+    generation = int((out.get("metadata") or {}).get("generation") or 1)
+    out["status"] = {**(out.get("status") or {}), "schedulerObservedGeneration": generation}
+    return out
+
+
+def event_of(result: ScheduleResult) -> tuple[str, str, str]:
+    """(type, reason, message) of the event Karmada records for a schedule attempt."""
+    if result.succeeded:
+        return "Normal", SUCCESS_EVENT, result.message
+    return "Warning", FAILURE_EVENT, result.message

@@ -1,0 +1,218 @@
+"""Binding and template status: Karmada's aggregation rules as pure functions, and the controller's writes
+(status-only, only when changed, never re-queueing detection or scheduling) on both backends."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import select
+
+from federation.controllers.binding_status import (
+    FULLY_APPLIED_FAILED_MESSAGE,
+    aggregated_items,
+    binding_status,
+    expected_clusters,
+    fully_applied,
+    template_status,
+)
+from federation.store.tables import ResourceBindingRow, ResourceTemplateRow
+from tests.controllers.test_execution_support import Harness, count_writes, harness, nginx
+
+__all__ = ["harness"]
+
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+RESOURCE = {
+    "apiVersion": "apps/v1",
+    "kind": "Deployment",
+    "namespace": "default",
+    "name": "nginx",
+    "uid": "u1",
+}
+
+
+def _binding(clusters: list[str], **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "work.karmada.io/v1alpha2",
+        "kind": "ResourceBinding",
+        "metadata": {"name": "nginx-deployment", "namespace": "default"},
+        "spec": {
+            "resource": RESOURCE,
+            "replicas": 3,
+            "clusters": [{"name": c, "replicas": 1} for c in clusters],
+            **spec,
+        },
+    }
+
+
+def _work(
+    cluster: str, applied: bool | None = True, ready: int = 1, health: str = "Healthy", **meta: Any
+) -> dict[str, Any]:
+    manifest = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "nginx", "namespace": "default"},
+    }
+    status: dict[str, Any] = {}
+    if applied is not None:
+        status["conditions"] = [
+            {
+                "type": "Applied",
+                "status": "True" if applied else "False",
+                "message": "" if applied else "boom",
+            }
+        ]
+    if applied:
+        identifier = {
+            "ordinal": 0,
+            "group": "apps",
+            "version": "v1",
+            "kind": "Deployment",
+            "namespace": "default",
+            "name": "nginx",
+        }
+        member = {
+            "replicas": ready,
+            "readyReplicas": ready,
+            "availableReplicas": ready,
+            "updatedReplicas": ready,
+        }
+        member |= {"observedGeneration": 1, "generation": 1, "resourceTemplateGeneration": 2}
+        status["manifestStatuses"] = [{"identifier": identifier, "status": member, "health": health}]
+    return {
+        "metadata": {"name": "nginx-x", "namespace": f"karmada-es-{cluster}", **meta},
+        "spec": {"workload": {"manifests": [manifest]}},
+        "status": status,
+    }
+
+
+def test_items_are_sorted_by_cluster_and_skip_works_being_deleted() -> None:
+    works = [_work("b"), _work("a", applied=False), _work("c", deletionTimestamp="2026-01-01T00:00:00Z")]
+    items = aggregated_items(_binding(["a", "b"]), works)
+    assert [i["clusterName"] for i in items] == ["a", "b"]
+    assert items[0] == {"clusterName": "a", "applied": False, "appliedMessage": "boom", "health": "Unknown"}
+    assert items[1]["applied"] is True and items[1]["health"] == "Healthy"
+    assert items[1]["status"]["readyReplicas"] == 1
+
+
+def test_an_applied_work_without_collected_status_is_unknown() -> None:
+    work = _work("a")
+    work["status"].pop("manifestStatuses")
+    assert aggregated_items(_binding(["a"]), [work]) == [
+        {"clusterName": "a", "applied": True, "health": "Unknown"}
+    ]
+
+
+def test_fully_applied_needs_exactly_the_expected_clusters_all_applied() -> None:
+    def items(*clusters: str, applied: bool = True) -> list[dict[str, Any]]:
+        return [{"clusterName": c, "applied": applied} for c in clusters]
+
+    assert fully_applied(items("a", "b"), {"a", "b"})
+    assert not fully_applied(items("a"), {"a", "b"})
+    assert not fully_applied(items("a", "b", "c"), {"a", "b"})
+    assert not fully_applied(items("a", "c"), {"a", "b"})
+    assert not fully_applied(items("a", "b", applied=False), {"a", "b"})
+    assert not fully_applied([], set())  # never scheduled
+
+
+def test_expected_clusters_include_required_by_and_held_eviction_clusters() -> None:
+    tasks = [
+        {"fromCluster": "old", "reason": "X", "producer": "p", "purgeMode": "Gracefully"},
+        {"fromCluster": "gone", "reason": "X", "producer": "p", "purgeMode": "Directly"},
+    ]
+    binding = _binding(
+        ["a"], gracefulEvictionTasks=tasks, requiredBy=[{"name": "dep", "clusters": [{"name": "b"}]}]
+    )
+    assert expected_clusters(binding) == {"a", "b", "old"}
+
+
+def test_binding_status_sets_fully_applied_and_keeps_other_conditions() -> None:
+    binding = _binding(["a", "b"])
+    binding["status"] = {"conditions": [{"type": "Scheduled", "status": "True", "reason": "Success"}]}
+    status = binding_status(binding, [_work("a"), _work("b", applied=False)], NOW)
+    assert [c["type"] for c in status["conditions"]] == ["Scheduled", "FullyApplied"]
+    fully = status["conditions"][1]
+    assert (fully["status"], fully["reason"], fully["message"]) == (
+        "False",
+        "FullyAppliedFailed",
+        FULLY_APPLIED_FAILED_MESSAGE,
+    )
+    # Re-computing an unchanged status gives the same dict (so nothing is written).
+    binding["status"] = status
+    assert binding_status(binding, [_work("a"), _work("b", applied=False)], NOW.replace(hour=13)) == status
+
+
+def test_template_status_sums_members_and_follows_generation_only_when_all_caught_up() -> None:
+    template = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "nginx", "generation": 2},
+        "status": {"observedGeneration": 1},
+    }
+    items = aggregated_items(_binding(["a", "b"]), [_work("a", ready=1), _work("b", ready=2)])
+    status = template_status(template, items)
+    assert status == {
+        "replicas": 3, "updatedReplicas": 3, "readyReplicas": 3, "availableReplicas": 3, "unavailableReplicas": 0,
+        "observedGeneration": 2,
+    }  # fmt: skip
+    lagging = _work("b", ready=2)
+    lagging["status"]["manifestStatuses"][0]["status"]["resourceTemplateGeneration"] = 1
+    behind = template_status(template, aggregated_items(_binding(["a", "b"]), [_work("a"), lagging]))
+    assert behind is not None and behind["observedGeneration"] == 1  # kept until every member caught up
+
+
+def test_only_deployments_and_statefulsets_get_a_template_status() -> None:
+    configmap = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}
+    assert template_status(configmap, []) is None
+    statefulset = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "s", "generation": 1}}
+    assert template_status(statefulset, [{"status": {"replicas": 2, "currentReplicas": 2}}]) == {
+        "replicas": 2, "readyReplicas": 0, "currentReplicas": 2, "updatedReplicas": 0, "availableReplicas": 0,
+        "observedGeneration": 0,
+    }  # fmt: skip
+
+
+# -- the controller on both backends -------------------------------------------------------------------
+
+
+def _queues(h: Harness) -> tuple[Any, ...]:
+    with h.uow() as session:
+        binding = session.execute(
+            select(ResourceBindingRow.needs_scheduling, ResourceBindingRow.dirty_seq)
+        ).one()
+        template = session.execute(
+            select(ResourceTemplateRow.needs_detection, ResourceTemplateRow.dirty_seq)
+        ).one()
+    return tuple(binding), tuple(template)
+
+
+def test_status_writes_neither_requeue_nor_repeat(harness: Harness) -> None:
+    template = harness.add_template(nginx(replicas=3))
+    binding = harness.add_binding(template, [{"name": "member1", "replicas": 3}])
+    with harness.uow() as session:  # the scheduler and the detector are done with them
+        session.execute(ResourceBindingRow.__table__.update().values(needs_scheduling=False))
+        session.execute(ResourceTemplateRow.__table__.update().values(needs_detection=False))
+    queues = _queues(harness)
+    generation = harness.binding(binding)["metadata"]["generation"]  # type: ignore[index]
+
+    harness.execution.reconcile()
+    harness.status.reconcile()  # no member: the Work is not applied yet
+    current = harness.binding(binding)
+    assert current is not None
+    assert current["status"]["aggregatedStatus"] == [
+        {"clusterName": "member1", "applied": False, "health": "Unknown"}
+    ]
+    assert current["metadata"]["generation"] == generation
+    assert _queues(harness) == queues
+
+    with count_writes(harness.engine) as writes:
+        harness.status.reconcile()
+    assert writes == []
+
+
+def test_a_binding_that_was_never_scheduled_gets_no_status(harness: Harness) -> None:
+    template = harness.add_template(nginx(replicas=3))
+    binding = harness.add_binding(template, [])
+    harness.execution.reconcile()
+    harness.status.reconcile()
+    current = harness.binding(binding)
+    assert current is not None and "status" not in current

@@ -1,0 +1,116 @@
+"""Rendering and planning Works as pure functions (Karmada ensureWork / RemoveIrrelevantFields)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from federation.controllers.rendering import (
+    WorkKey,
+    plan_works,
+    prune,
+    render_works,
+    targets_of,
+    tombstoned,
+)
+
+TEMPLATE = {
+    "apiVersion": "apps/v1",
+    "kind": "Deployment",
+    "metadata": {
+        "name": "web",
+        "namespace": "prod",
+        "uid": "t-1",
+        "generation": 4,
+        "resourceVersion": "9",
+        "creationTimestamp": "2026-01-01T00:00:00Z",
+        "ownerReferences": [{"kind": "X"}],
+        "finalizers": ["f"],
+        "annotations": {"deployment.kubernetes.io/revision": "3", "team": "a"},
+    },
+    "spec": {"replicas": 5, "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}},
+    "status": {"readyReplicas": 5},
+}
+
+
+def _binding(clusters: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
+    return {
+        "kind": "ResourceBinding",
+        "metadata": {"name": "web-deployment", "namespace": "prod", "uid": "b-1"},
+        "spec": {"resource": {"uid": "t-1"}, "replicas": 5, "clusters": clusters, **spec},
+    }
+
+
+def test_prune_removes_server_fields_and_status() -> None:
+    pruned = prune(TEMPLATE)
+    assert set(pruned["metadata"]) == {"name", "namespace", "annotations"}
+    assert pruned["metadata"]["annotations"] == {"team": "a"}
+    assert "status" not in pruned
+    assert TEMPLATE["status"] == {"readyReplicas": 5}  # the input is not touched
+
+
+def test_service_cluster_ip_is_pruned_unless_headless() -> None:
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "s"},
+        "spec": {"clusterIP": "10.0.0.1", "clusterIPs": ["10.0.0.1"]},
+    }
+    assert prune(service)["spec"] == {}
+    headless = {**service, "spec": {"clusterIP": "None"}}
+    assert prune(headless)["spec"] == {"clusterIP": "None"}
+
+
+def test_targets_of_a_workload_and_of_its_dependencies() -> None:
+    binding = _binding(
+        [{"name": "a", "replicas": 2}],
+        requiredBy=[{"name": "other", "clusters": [{"name": "a"}, {"name": "b"}]}],
+    )
+    assert [(t.cluster, t.replicas) for t in targets_of(binding)] == [("a", 2), ("b", None)]
+    not_workload = {"spec": {"clusters": [{"name": "a", "replicas": 2}]}}
+    assert [(t.cluster, t.replicas) for t in targets_of(not_workload)] == [("a", None)]
+
+
+def test_rendered_works_carry_replicas_and_dispatch_options() -> None:
+    binding = _binding(
+        [{"name": "a", "replicas": 2}, {"name": "b", "replicas": 3}],
+        suspension={"dispatchingOnClusters": {"clusterNames": ["b"]}},
+        preserveResourcesOnDeletion=True,
+    )
+    a, b = render_works(binding, TEMPLATE)
+    assert [w["spec"]["workload"]["manifests"][0]["spec"]["replicas"] for w in (a, b)] == [2, 3]
+    assert "suspendDispatching" not in a["spec"] and b["spec"]["suspendDispatching"] is True
+    assert a["spec"]["preserveResourcesOnDeletion"] is True
+    assert render_works(binding, TEMPLATE) == [a, b]  # deterministic
+
+
+def _existing(binding: dict[str, Any]) -> list[dict[str, Any]]:
+    works = render_works(binding, TEMPLATE)
+    for i, work in enumerate(works):
+        work["metadata"]["resourceVersion"] = str(i + 1)
+    return works
+
+
+def test_plan_is_empty_when_nothing_changed() -> None:
+    binding = _binding([{"name": "a", "replicas": 2}])
+    plan = plan_works(binding, render_works(binding, TEMPLATE), _existing(binding))
+    assert plan.writes == 0 and not plan.blocked
+
+
+def test_plan_revives_a_tombstoned_work_that_is_wanted_again() -> None:
+    binding = _binding([{"name": "a", "replicas": 2}])
+    [old] = _existing(binding)
+    plan = plan_works(binding, render_works(binding, TEMPLATE), [tombstoned(old, "2026-01-01T00:00:00Z")])
+    assert plan.resurrect == (WorkKey("karmada-es-a", old["metadata"]["name"]),)
+    [replaced] = plan.replace
+    assert "deletionTimestamp" not in replaced["metadata"] and replaced["metadata"]["resourceVersion"] == "1"
+
+
+def test_plan_tombstones_dropped_clusters_once() -> None:
+    before = _binding([{"name": "a", "replicas": 2}, {"name": "b", "replicas": 3}])
+    after = _binding([{"name": "a", "replicas": 5}])
+    existing = _existing(before)
+    plan = plan_works(after, render_works(after, TEMPLATE), existing)
+    assert [k.namespace for k in plan.tombstone] == ["karmada-es-b"]
+    assert len(plan.replace) == 1
+    existing[1] = tombstoned(existing[1], "2026-01-01T00:00:00Z")
+    assert plan_works(after, render_works(after, TEMPLATE), existing).tombstone == ()
