@@ -32,8 +32,8 @@ from sqlalchemy.orm import Session
 from federation.controllers import conditions, rendering
 from federation.controllers.change_feed import ChangeFeed
 from federation.controllers.runtime import Clock, Outcome
-from federation.controllers.status_interpreter import UNKNOWN, aggregate_template_status, aggregates
 from federation.model.binding import CONDITION_FULLY_APPLIED
+from federation.model.status_interpreter import UNKNOWN, aggregate_template_status, aggregates
 from federation.model.work import CONDITION_APPLIED
 from federation.store.bindings import BindingRepository
 from federation.store.db import UnitOfWork

@@ -28,10 +28,10 @@ from typing import Any
 from federation.controllers import rendering
 from federation.controllers.members_access import MemberAccess
 from federation.controllers.runtime import Clock, Outcome
-from federation.controllers.status_interpreter import manifest_status
 from federation.members.client import MemberClient
 from federation.members.errors import MemberError
 from federation.members.pool import run_concurrently
+from federation.model.status_interpreter import manifest_status
 from federation.store.db import UnitOfWork
 from federation.store.errors import Conflict
 from federation.store.works import WorkRepository

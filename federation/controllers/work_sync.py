@@ -37,10 +37,10 @@ from sqlalchemy.orm import Session
 from federation.controllers import conditions, rendering
 from federation.controllers.members_access import MemberAccess
 from federation.controllers.runtime import Clock, Outcome
-from federation.controllers.status_interpreter import manifest_status
 from federation.members.client import MemberClient
 from federation.members.errors import MemberError
 from federation.members.pool import run_concurrently
+from federation.model.status_interpreter import manifest_status
 from federation.model.work import CONDITION_APPLIED, CONDITION_DISPATCHING
 from federation.store import claims
 from federation.store.claims import Claim

@@ -23,6 +23,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from federation.model.status_interpreter import UNKNOWN, interpret_health, reflect_status
 from federation.model.work import (
     CONDITION_APPLIED,
     CONDITION_DISPATCHING,
@@ -37,10 +38,7 @@ REASON_APPLY_FAILED = "AppliedFailed"
 REASON_SUSPENDED = "SuspendDispatching"
 MESSAGE_APPLIED = "Manifest has been successfully applied"
 MESSAGE_SUSPENDED = "Work dispatching is in a suspended state."
-HEALTHY, UNHEALTHY, UNKNOWN = "Healthy", "Unhealthy", "Unknown"
 CONDITION_COMPLETE_APIS = "CompleteAPIEnablements"
-TEMPLATE_GENERATION_ANNOTATION = "resourcetemplate.karmada.io/generation"
-_WORKLOADS = frozenset({"Deployment", "StatefulSet", "DaemonSet"})
 _MARKS = frozenset({WORK_NAMESPACE_ANNOTATION, WORK_NAME_ANNOTATION, HASH_ANNOTATION})
 
 Body = dict[str, Any]
@@ -124,37 +122,6 @@ def identifier(ordinal: int, manifest: Body, resource: str | None = None) -> Bod
     return found
 
 
-def health(obj: Body | None) -> str:
-    """Karmada's default health interpreter (`native/healthy.go`) for the common workload kinds, the same
-    rules as the push side's `controllers.status_interpreter`; other kinds are Healthy."""
-    if obj is None:
-        return UNKNOWN
-    try:
-        return HEALTHY if _healthy(obj) else UNHEALTHY
-    except (TypeError, ValueError):
-        return UNKNOWN
-
-
-def _healthy(obj: Body) -> bool:
-    kind = str(obj.get("kind", ""))
-    spec, status = obj.get("spec") or {}, obj.get("status") or {}
-    if kind == "Pod":
-        ready = any(
-            c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or []
-        )
-        return status.get("phase") == "Succeeded" or (status.get("phase") == "Running" and ready)
-    if kind not in ("Deployment", "StatefulSet", "ReplicaSet"):
-        return True
-    if int(status.get("observedGeneration") or 0) != int((obj.get("metadata") or {}).get("generation") or 0):
-        return False
-    wanted = int(spec.get("replicas", 1))
-    available = int(status.get("availableReplicas") or 0)
-    if kind == "ReplicaSet":
-        return available >= wanted
-    updated = int(status.get("updatedReplicas") or 0)
-    return updated >= wanted and available >= updated
-
-
 @dataclass(frozen=True, slots=True)
 class ManifestOutcome:
     """One manifest after a pass: its identifier, the member object (None if absent) and any error."""
@@ -164,30 +131,26 @@ class ManifestOutcome:
     error: str | None = None
 
 
-def reflect(obj: Body) -> Body | None:
-    """The status reported for a member object: its raw status; workloads also carry Karmada's
-    FederatedGeneration (`generation`, `resourceTemplateGeneration`), which the binding status
-    controller needs to tell whether every member caught up with the template (as push work sync does)."""
-    status = obj.get("status")
-    if not isinstance(status, dict) or not status:
-        return None
-    if obj.get("kind") not in _WORKLOADS:
-        return dict(status)
-    meta = obj.get("metadata") or {}
-    template_generation = str((meta.get("annotations") or {}).get(TEMPLATE_GENERATION_ANNOTATION) or "")
-    return {
-        **status,
-        "generation": int(meta.get("generation") or 0),
-        "resourceTemplateGeneration": int(template_generation) if template_generation.isdigit() else 0,
-    }
-
-
 def manifest_status(outcome: ManifestOutcome) -> Body:
-    entry: Body = {"identifier": outcome.identifier, "health": health(outcome.member_object)}
-    reflected = reflect(outcome.member_object) if outcome.member_object is not None else None
+    # The same interpreter as push work sync (model.status_interpreter): one set of Karmada rules.
+    observed = outcome.member_object
+    entry: Body = {
+        "identifier": outcome.identifier,
+        "health": UNKNOWN if observed is None else interpret_health(observed),
+    }
+    reflected = _reflected(observed)
     if reflected is not None:
         entry["status"] = reflected
     return entry
+
+
+def _reflected(observed: Body | None) -> Body | None:
+    if observed is None:
+        return None
+    try:
+        return reflect_status(observed)
+    except (TypeError, ValueError):  # an unreadable status is reported as Unknown health, not a crash
+        return None
 
 
 def applied_condition(outcomes: list[ManifestOutcome], now: str) -> Body:

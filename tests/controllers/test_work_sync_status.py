@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from federation.controllers.status_interpreter import (
+from federation.model.status_interpreter import (
     identifier,
     interpret_health,
     manifest_status,

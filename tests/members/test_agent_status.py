@@ -11,9 +11,9 @@ from federation.members.agent_status import (
     ManifestOutcome,
     WorkRef,
     hash_of,
-    health,
     identifier,
     manifest_hash,
+    manifest_status,
     member_manifest,
     merge_condition,
     work_of,
@@ -79,7 +79,8 @@ def test_objects_without_the_managed_label_belong_to_no_work() -> None:
     ],
 )
 def test_health_follows_karmadas_default_interpreter(obj: dict[str, Any] | None, expected: str) -> None:
-    assert health(obj) == expected
+    """The agent reports health with the same interpreter as push work sync."""
+    assert manifest_status(ManifestOutcome({"ordinal": 0}, obj))["health"] == expected
 
 
 def test_identifier_of_core_and_grouped_kinds() -> None:
@@ -104,7 +105,12 @@ def test_an_unchanged_outcome_gives_an_equal_status() -> None:
     second = work_status(first, [outcome], "2024-01-01T00:05:00Z")
     assert first == second
     reflected = first["manifestStatuses"][0]["status"]
+    # Karmada's Deployment reflector: its counters, omitted ones as 0 (the push side's shape).
     assert reflected == {
+        "replicas": 0,
+        "readyReplicas": 0,
+        "availableReplicas": 0,
+        "unavailableReplicas": 0,
         "updatedReplicas": 2,
         "observedGeneration": 2,
         "generation": 2,
