@@ -31,6 +31,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from federation.controllers.runtime import Clock, Outcome
+from federation.model.workloadpolicy import WorkloadPolicy
 from federation.scheduling import engine, planner, snapshot
 from federation.scheduling.extender import Extender
 from federation.scheduling.types import ClusterSnapshot, EngineConfig, ScheduleResult, TargetCluster
@@ -134,14 +135,20 @@ class Scheduler:
         if planner.scheduling_suspended(binding):
             self._release(item, done=True)
             return 0
-        trigger = planner.scheduling_trigger(binding, planner.gone_clusters(binding, state.clusters))
+        policy = planner.workload_policy_key(self._workload_policy(binding, state))
+        trigger = planner.scheduling_trigger(binding, planner.gone_clusters(binding, state.clusters), policy)
         if trigger is None:
             return self._write(item, binding, planner.sync_observed_generation, None)
         result = self._decide(binding, state)
         now = self.clock.now()
         return self._write(
-            item, binding, lambda current: planner.apply_result(current, result, now, trigger), result
+            item, binding, lambda current: planner.apply_result(current, result, now, trigger, policy), result
         )
+
+    @staticmethod
+    def _workload_policy(binding: Manifest, state: CycleState) -> WorkloadPolicy | None:
+        uid = str(((binding.get("spec") or {}).get("resource") or {}).get("uid") or "")
+        return planner.workload_policy_for(state.templates.get(uid), state.workload_policies)
 
     def _decide(self, binding: Manifest, state: CycleState) -> ScheduleResult:
         uid = str(((binding.get("spec") or {}).get("resource") or {}).get("uid") or "")

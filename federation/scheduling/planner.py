@@ -131,6 +131,10 @@ def scheduling_suspended(binding: Manifest) -> bool:
     return bool((_spec(binding).get("suspension") or {}).get("scheduling"))
 
 
+# Ours: the WorkloadPolicy ("name/generation") a binding's current placement follows.
+APPLIED_WORKLOAD_POLICY_ANNOTATION = "kosmos.io/applied-workload-policy"
+
+
 def workload_policy_for(
     template: Manifest | None, workload_policies: Sequence[Manifest]
 ) -> WorkloadPolicy | None:
@@ -181,9 +185,34 @@ def binding_input(
     )
 
 
-def scheduling_trigger(binding: Manifest, gone_clusters: Collection[str] = ()) -> str | None:
-    """Karmada's reason to schedule now (``triggers.needs_scheduling``), None to only sync the generation."""
+def workload_policy_key(policy: WorkloadPolicy | None) -> str:
+    """Which WorkloadPolicy, at which generation, governs a binding ("" for none)."""
+    if policy is None:
+        return ""
+    return f"{policy.metadata.name}/{policy.metadata.generation or 0}"
+
+
+def applied_workload_policy(binding: Manifest) -> str | None:
+    """The WorkloadPolicy key the last successful schedule used; None when the binding never recorded one."""
+    annotations = (binding.get("metadata") or {}).get("annotations") or {}
+    value = annotations.get(APPLIED_WORKLOAD_POLICY_ANNOTATION)
+    return None if value is None else str(value)
+
+
+def scheduling_trigger(
+    binding: Manifest, gone_clusters: Collection[str] = (), workload_policy: str | None = None
+) -> str | None:
+    """Karmada's reason to schedule now (``triggers.needs_scheduling``), None to only sync the generation.
+
+    Beyond Karmada: when ``workload_policy`` (the key of the WorkloadPolicy that governs the binding now)
+    differs from the one its last schedule applied, the policy changed: schedule again.
+    """
     spec, status = _spec(binding), _status(binding)
+    recorded = applied_workload_policy(binding)
+    if workload_policy is not None and recorded is not None and workload_policy != recorded:
+        return "WorkloadPolicyChanged"
+    if workload_policy and recorded is None and status.get("lastScheduledTime"):
+        return "WorkloadPolicyChanged"
     return triggers.needs_scheduling(
         placement=placement_of(binding),
         applied_placement=applied_placement(binding),
@@ -264,16 +293,28 @@ def explanation_of(result: ScheduleResult, trigger: str | None) -> dict[str, Any
 
 
 def apply_result(
-    binding: Manifest, result: ScheduleResult, now: datetime, trigger: str | None = None
+    binding: Manifest,
+    result: ScheduleResult,
+    now: datetime,
+    trigger: str | None = None,
+    workload_policy: str = "",
 ) -> dict[str, Any]:
-    """The binding exactly as the scheduler writes it after ``result`` (a new dict; input untouched)."""
+    """The binding exactly as the scheduler writes it after ``result`` (a new dict; input untouched).
+
+    ``workload_policy`` is the key of the WorkloadPolicy the result followed ("" for none), recorded with
+    the applied placement so a later change of the policy is a trigger.
+    """
     out = copy.deepcopy(dict(binding))
     meta = out.setdefault("metadata", {})
     spec = out.setdefault("spec", {})
     if result.writes_clusters:
         spec["clusters"] = target_entries(result)
         placement = json.dumps(spec.get("placement") or {}, separators=(",", ":"))
-        meta["annotations"] = {**(meta.get("annotations") or {}), APPLIED_PLACEMENT_ANNOTATION: placement}
+        meta["annotations"] = {
+            **(meta.get("annotations") or {}),
+            APPLIED_PLACEMENT_ANNOTATION: placement,
+            APPLIED_WORKLOAD_POLICY_ANNOTATION: workload_policy,
+        }
     if spec != (binding.get("spec") or {}):
         # spec.clusters is spec: writing it bumps generation, and the generation observed is the new one
         # (Karmada gets there one pass later, when the bump re-queues the binding).

@@ -9,6 +9,7 @@ Invariants (Kubernetes garbage collection and Karmada's detector, done in SQL):
   another matching policy can claim them.
 - Deleting a Cluster queues every binding that targets it for rescheduling (Karmada's trigger "a target
   cluster was deleted").
+- Deleting a Kosmos WorkloadPolicy queues the bindings of its namespace (as writing one does).
 Each is one statement, whatever the number of dependents.
 """
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
+from federation.store import derive
 from federation.store.tables import (
     BindingTargetClusterRow,
     ClusterPropagationPolicyRow,
@@ -25,6 +27,7 @@ from federation.store.tables import (
     PropagationPolicyRow,
     ResourceBindingRow,
     ResourceTemplateRow,
+    WorkloadPolicyRow,
     table_of,
 )
 
@@ -36,6 +39,8 @@ def before_delete(session: Session, row: ObjectMixin) -> None:
         _queue_claimed_templates(session, f"{row.kind}/{row.namespace}/{row.name}")
     elif isinstance(row, ClusterRow):
         _queue_bindings_on_cluster(session, row.name)
+    elif isinstance(row, WorkloadPolicyRow):
+        derive.queue_bindings_in_namespace(session, row.namespace)
 
 
 def _delete_bindings_of_template(session: Session, template_uid: str) -> None:

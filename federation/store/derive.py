@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from federation.store.manifest import condition_status
@@ -33,7 +33,9 @@ from federation.store.tables import (
     PropagationPolicyRow,
     ResourceBindingRow,
     ResourceTemplateRow,
+    WorkloadPolicyRow,
     WorkRow,
+    table_of,
 )
 
 # Karmada puts these on every Work; they name the binding the Work was rendered from.
@@ -69,6 +71,8 @@ def refresh(
             _binding(row, old_spec, created)
         elif isinstance(row, WorkRow):
             _work(session, row, old_spec, created)
+        elif isinstance(row, WorkloadPolicyRow) and content_changed:
+            queue_bindings_in_namespace(session, row.namespace)
 
 
 def mark_dirty(row: ClaimMixin, *, created: bool) -> None:
@@ -77,6 +81,16 @@ def mark_dirty(row: ClaimMixin, *, created: bool) -> None:
     # Incremented in SQL, not from the loaded value: a Core UPDATE (claims.mark_dirty) may have moved it.
     row.dirty_seq = 1 if created else type(row).dirty_seq + 1
     row.next_attempt_at = None
+
+
+def queue_bindings_in_namespace(session: Session, namespace: str) -> None:
+    """A WorkloadPolicy applies to templates of its namespace: their bindings must be looked at again."""
+    bindings = table_of(ResourceBindingRow)
+    session.execute(
+        update(bindings)
+        .where(bindings.c.namespace == namespace, bindings.c.kind == "ResourceBinding")
+        .values(needs_scheduling=True, dirty_seq=bindings.c.dirty_seq + 1, next_attempt_at=None)
+    )
 
 
 def policy_key(labels: Mapping[str, Any]) -> str | None:
