@@ -10,11 +10,12 @@ from typing import Any
 
 import click
 
-from federation.cli.client import FederationClient
+from federation.cli.client import ApiError, FederationClient
 from federation.cli.context import CliContext, pass_cli
 from federation.cli.manifests import identity, kind_of, read_manifests
 from federation.model.kinds import KindInfo
 
+CONFLICT_RETRIES = 5
 SERVER_OWNED_METADATA = ("uid", "resourceVersion", "generation", "creationTimestamp", "managedFields")
 
 
@@ -34,6 +35,18 @@ def apply_command(cli: CliContext, source: str, namespace: str | None) -> None:
 
 
 def apply_one(client: FederationClient, info: KindInfo, manifest: dict[str, Any]) -> str:
+    """Create, or replace what differs. A Conflict means a controller wrote the object (its status)
+    between our read and our write: read again and retry, as kubectl apply does."""
+    for attempt in range(CONFLICT_RETRIES):
+        try:
+            return _apply_once(client, info, manifest)
+        except ApiError as exc:
+            if exc.reason != "Conflict" or attempt == CONFLICT_RETRIES - 1:
+                raise
+    raise AssertionError("unreachable: the last attempt raises")
+
+
+def _apply_once(client: FederationClient, info: KindInfo, manifest: dict[str, Any]) -> str:
     meta = manifest["metadata"]
     current = client.get(info, meta.get("namespace"), meta.get("name", ""))
     if current is None:

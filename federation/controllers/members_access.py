@@ -7,7 +7,6 @@ credentials (a Pull-mode cluster) has no client and says so with `MemberError`.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from federation.members.client import KubernetesMemberClient, MemberClient
@@ -17,11 +16,6 @@ from federation.settings import MemberSettings
 from federation.store.clusters import ClusterRepository
 from federation.store.crypto import SecretBox
 from federation.store.db import UnitOfWork
-
-
-def encode_kubeconfig(kubeconfig: dict[str, Any]) -> bytes:
-    """How a kubeconfig is stored (before encryption)."""
-    return json.dumps(kubeconfig, sort_keys=True).encode()
 
 
 class MemberAccess:
@@ -41,13 +35,12 @@ class MemberAccess:
 
     def kubeconfig(self, cluster: str) -> dict[str, Any]:
         with self._uow() as session:
-            stored = ClusterRepository(session).credentials(cluster, self._box)
+            stored = ClusterRepository(session).kubeconfig(cluster, self._box)
         if stored is None:
             raise MemberError(
                 cluster, "no credentials are stored for this cluster (Pull mode?)", kind="kubeconfig"
             )
-        loaded: dict[str, Any] = json.loads(stored)
-        return loaded
+        return stored
 
     def client(self, cluster: str) -> MemberClient:
         return self.pool.get(cluster, self.kubeconfig(cluster))

@@ -68,7 +68,7 @@ class ClusterRepository:
         return None if token is None else box.decrypt(token)
 
     def set_kubeconfig(self, name: str, kubeconfig: dict[str, Any], box: SecretBox) -> None:
-        """Store a member kubeconfig encrypted, encoded as ``members_access.encode_kubeconfig`` does."""
+        """Store a member kubeconfig encrypted (the one encoding every reader of credentials uses)."""
         self.set_credentials(name, encode_kubeconfig(kubeconfig), box)
 
     def kubeconfig(self, name: str, box: SecretBox) -> dict[str, Any] | None:

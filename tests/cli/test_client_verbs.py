@@ -111,3 +111,41 @@ def test_no_server_configured_is_a_clear_error(tmp_path, monkeypatch):
     result = CliRunner().invoke(cli, ["get", "rb"])
     assert result.exit_code == 1
     assert result.output.startswith("error: no server configured")
+
+
+def test_apply_retries_when_a_controller_writes_between_read_and_write(federation_server, tmp_path):
+    """A status write after apply's GET makes its PUT stale (409); apply reads again and succeeds."""
+    import httpx
+
+    from federation.cli import cmd_apply
+    from federation.cli.client import ClientConfig, FederationClient
+    from federation.model import kinds
+
+    run("apply", "-f", _write(tmp_path, [m.DEPLOYMENT]))
+    status_path = "/apis/apps/v1/namespaces/default/deployments/nginx/status"
+    raced = {"done": False, "conflicts": 0}
+
+    def racing(request: httpx.Request) -> httpx.Response:
+        if request.method == "PUT" and not raced["done"]:
+            raced["done"] = True
+            with federation_server.client() as http:
+                assert http.put(status_path, json={"status": {"readyReplicas": 1}}).status_code == 200
+        with httpx.Client(base_url=federation_server.url) as real:
+            sent = real.send(
+                real.build_request(
+                    request.method,
+                    request.url.path,
+                    params=request.url.params,
+                    headers=request.headers,
+                    content=request.content,
+                )
+            )
+            raced["conflicts"] += sent.status_code == 409
+            return httpx.Response(sent.status_code, headers=sent.headers, content=sent.content)
+
+    config = ClientConfig(federation_server.url, federation_server.admin_token)
+    client = FederationClient(config, transport=httpx.MockTransport(racing))
+    scaled = dict(m.DEPLOYMENT, spec={**m.DEPLOYMENT["spec"], "replicas": 9})
+    assert cmd_apply.apply_one(client, kinds.lookup("deploy"), scaled) == "configured"
+    assert raced["done"] and raced["conflicts"] == 1
+    assert json.loads(run("get", "deploy", "nginx", "-o", "json").output)["spec"]["replicas"] == 9

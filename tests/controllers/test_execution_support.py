@@ -18,7 +18,7 @@ from sqlalchemy import Engine, event
 
 from federation.controllers.binding_status import BindingStatusController
 from federation.controllers.execution import ExecutionController
-from federation.controllers.members_access import MemberAccess, encode_kubeconfig
+from federation.controllers.members_access import MemberAccess
 from federation.controllers.runtime import FakeClock
 from federation.controllers.work_status import WorkStatusCollector
 from federation.controllers.work_sync import WorkSync
@@ -97,7 +97,7 @@ class Harness:
             clusters = ClusterRepository(session)
             clusters.objects.create(cluster)
             if sim is not None:
-                clusters.set_credentials(name, encode_kubeconfig(sim.kubeconfig), self.box)
+                clusters.set_kubeconfig(name, sim.kubeconfig, self.box)
 
     def add_template(self, manifest: dict[str, Any]) -> dict[str, Any]:
         with self.uow() as session:
