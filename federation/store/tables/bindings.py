@@ -29,6 +29,8 @@ class ResourceBindingRow(ObjectMixin, ClaimMixin, Base):
         UniqueConstraint("kind", "namespace", "name", name="uq_resource_bindings_kind_namespace_name"),
         # The scheduler's claim query: dirty rows in id order.
         Index("ix_resource_bindings_needs_scheduling_id", "needs_scheduling", "id"),
+        # The execution change feed: rows written since its watermark.
+        Index("ix_resource_bindings_updated_at", "updated_at"),
     )
     dirty_flag = "needs_scheduling"
 

@@ -61,6 +61,8 @@ class ResourceTemplateRow(ObjectMixin, ClaimMixin, Base):
     needs_detection: Mapped[bool] = bool_column(default=True)
     __table_args__ = (
         Index("ix_resource_templates_needs_detection_id", "needs_detection", "id"),
+        # The execution change feed: rows written since its watermark.
+        Index("ix_resource_templates_updated_at", "updated_at"),
         # Also the index for "list kind K (in namespace N) ordered by namespace, name".
         UniqueConstraint(
             "api_version", "kind", "namespace", "name", name="uq_resource_templates_api_version_kind"

@@ -24,6 +24,8 @@ class WorkRow(ObjectMixin, ClaimMixin, Base):
     __table_args__ = (
         UniqueConstraint("namespace", "name", name="uq_works_namespace_name"),
         Index("ix_works_needs_sync_id", "needs_sync", "id"),
+        # The execution change feed: rows written since its watermark.
+        Index("ix_works_updated_at", "updated_at"),
     )
     dirty_flag = "needs_sync"
 
