@@ -117,7 +117,6 @@ COLUMNS: dict[str, Sequence[Column]] = {
         NAME,
         Column("WORKLOAD-KIND", _work_kind),
         Column("APPLIED", condition("Applied")),
-        Column("AVAILABLE", condition("Available")),
         AGE,
     ),
     "PropagationPolicy": (
