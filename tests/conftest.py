@@ -113,3 +113,23 @@ def federation_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterat
         yield running
     finally:
         running.process.stop()
+
+
+@pytest.fixture
+def start_sim():
+    """Start member-cluster simulators with ``start_sim(**config_overrides)`` (real sockets, TLS);
+    every one still running is stopped after the test."""
+    from federation.members.sim import run_simulator_in_thread
+    from tests.members.helpers import make_config
+
+    running = []
+
+    def start(**overrides):
+        sim = run_simulator_in_thread(make_config(**overrides))
+        running.append(sim)
+        return sim
+
+    yield start
+    for sim in running:
+        if sim.thread.is_alive():
+            sim.stop()

@@ -10,7 +10,6 @@ after every committed write so the right controller wakes early.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from starlette.concurrency import run_in_threadpool
 import federation
 from federation.api import discovery, objects
 from federation.api.auth import Principal, authorize
+from federation.api.bodies import read_json
 from federation.api.extensions import register_extensions
 from federation.api.metrics import RequestMetrics
 from federation.api.paths import DiscoveryPath, ObjectPath, PathError, parse
@@ -132,7 +132,7 @@ async def _serve(ctx: ApiContext, request: Request, prefix: str, rest: str) -> A
         authorize(principal, request.method, None)
         return _discovery(target, request.method)
     authorize(principal, request.method, target)
-    body = await _json_body(request) if request.method in ("POST", "PUT") else None
+    body = await read_json(request) if request.method in ("POST", "PUT") else None
     return await run_in_threadpool(_dispatch, ctx, request, target, body)
 
 
@@ -149,16 +149,6 @@ def _discovery(target: DiscoveryPath, method: str) -> Any:
     if document is None:
         raise not_found("group", target.group)
     return document
-
-
-async def _json_body(request: Request) -> Any:
-    raw = await request.body()
-    if not raw:
-        raise bad_request("the request body is empty")
-    try:
-        return json.loads(raw)
-    except ValueError as exc:
-        raise bad_request(f"the request body is not valid JSON: {exc}") from exc
 
 
 def _dispatch(ctx: ApiContext, request: Request, target: ObjectPath, body: Any) -> Any:

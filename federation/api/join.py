@@ -22,7 +22,6 @@ Invariants:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -35,6 +34,7 @@ from starlette.concurrency import run_in_threadpool
 
 from federation.api.app import ApiContext, authenticate
 from federation.api.auth import authorize
+from federation.api.bodies import read_json
 from federation.api.paths import ObjectPath
 from federation.api.status import StatusError, already_exists, bad_request, invalid, not_found, success
 from federation.members.client import KubernetesMemberClient
@@ -412,7 +412,7 @@ def register(app: FastAPI, ctx: ApiContext) -> None:
     @app.post(JOIN_PATH, status_code=201, summary="Join a member cluster (probes it first)")
     async def join(request: Request) -> JSONResponse:
         authorize(authenticate(ctx, request), "POST", _CLUSTER_PATH)
-        parsed = JoinRequest.from_body(await _json(request))
+        parsed = JoinRequest.from_body(await read_json(request))
         created = await run_in_threadpool(join_cluster, ctx.uow, ctx.secret_box, ctx.settings.members, parsed)
         ctx.notify("Cluster")
         return JSONResponse(created, status_code=201)
@@ -425,13 +425,3 @@ def register(app: FastAPI, ctx: ApiContext) -> None:
         result = await run_in_threadpool(call)
         ctx.notify("Cluster")
         return JSONResponse(result)
-
-
-async def _json(request: Request) -> Any:
-    raw = await request.body()
-    if not raw:
-        raise bad_request("the request body is empty")
-    try:
-        return json.loads(raw)
-    except ValueError as exc:
-        raise bad_request(f"the request body is not valid JSON: {exc}") from exc

@@ -15,7 +15,6 @@ Invariants:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -25,6 +24,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
+from federation.api.bodies import read_json
 from federation.api.status import bad_request, forbidden
 from federation.model.binding import binding_name
 from federation.scheduling import offline
@@ -115,16 +115,6 @@ def register(app: FastAPI, ctx: ApiContext) -> None:
         principal = authenticate(ctx, request)
         if principal.role not in PLAN_ROLES:
             raise forbidden(f'{principal.role} "{principal.name}" cannot plan')
-        posted = items_of(await _json(request))
+        posted = items_of(await read_json(request))
         answer = await run_in_threadpool(plan_live, ctx.uow, ctx.settings, posted, datetime.now(UTC))
         return JSONResponse(answer)
-
-
-async def _json(request: Request) -> Any:
-    raw = await request.body()
-    if not raw:
-        raise bad_request("the request body is empty")
-    try:
-        return json.loads(raw)
-    except ValueError as exc:
-        raise bad_request(f"the request body is not valid JSON: {exc}") from exc

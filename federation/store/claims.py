@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Table, bindparam, or_, select, update
+from sqlalchemy import ColumnElement, Table, bindparam, or_, select, update
 from sqlalchemy.orm import Session
 
 from federation.store.tables import (
@@ -55,9 +55,19 @@ class Claim:
 
 
 def claim(
-    session: Session, table: Claimable, owner: str, limit: int, now: datetime, lease_seconds: float
+    session: Session,
+    table: Claimable,
+    owner: str,
+    limit: int,
+    now: datetime,
+    lease_seconds: float,
+    *,
+    where: Sequence[ColumnElement[bool]] = (),
 ) -> list[Claim]:
-    """Claim up to ``limit`` rows needing work for ``owner`` until ``now + lease_seconds``."""
+    """Claim up to ``limit`` rows needing work for ``owner`` until ``now + lease_seconds``.
+
+    ``where`` narrows the candidates further (conditions on ``table_of(table)``'s columns).
+    """
     t = table_of(table)
     candidates = (
         select(t.c.id)
@@ -65,6 +75,7 @@ def claim(
             t.c[table.dirty_flag].is_(True),
             or_(t.c.claimed_by.is_(None), t.c.claimed_until <= now),
             or_(t.c.next_attempt_at.is_(None), t.c.next_attempt_at <= now),
+            *where,
         )
         .order_by(t.c.id)
         .limit(limit)

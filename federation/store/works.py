@@ -11,12 +11,13 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, or_, select, update
+from sqlalchemy import ColumnElement, select, update
 from sqlalchemy.orm import Session
 
+from federation.store import claims
 from federation.store.claims import Claim
 from federation.store.errors import NotFound
 from federation.store.kinds import WORK_API_VERSION
@@ -150,24 +151,5 @@ def claim_for_push(
     session: Session, owner: str, limit: int, now: datetime, lease_seconds: float
 ) -> list[Claim]:
     """``claims.claim`` for Works, restricted to Push-mode clusters (same statement shape and order)."""
-    t = table_of(WorkRow)
-    candidates = (
-        select(t.c.id)
-        .where(
-            t.c.needs_sync.is_(True),
-            or_(t.c.claimed_by.is_(None), t.c.claimed_until <= now),
-            or_(t.c.next_attempt_at.is_(None), t.c.next_attempt_at <= now),
-            t.c.cluster_name.not_in(_pull_clusters()),
-        )
-        .order_by(t.c.id)
-        .limit(limit)
-        .with_for_update(skip_locked=True)
-    )
-    statement = (
-        update(t)
-        .where(t.c.id.in_(candidates.scalar_subquery()))
-        .values(claimed_by=owner, claimed_until=now + timedelta(seconds=lease_seconds))
-        .returning(t.c.id, t.c.uid, t.c.kind, t.c.namespace, t.c.name, t.c.dirty_seq)
-    )
-    rows = session.execute(statement).all()
-    return sorted((Claim(*row) for row in rows), key=lambda c: c.id)
+    push_only = table_of(WorkRow).c.cluster_name.not_in(_pull_clusters())
+    return claims.claim(session, WorkRow, owner, limit, now, lease_seconds, where=[push_only])

@@ -14,12 +14,11 @@ from sqlalchemy import select
 
 from federation.cli import server
 from federation.members.client import KubernetesMemberClient
-from federation.members.sim import RunningSimulator, run_simulator_in_thread
+from federation.members.sim import RunningSimulator
 from federation.settings import load_settings
 from federation.store.clusters import ClusterRepository
 from federation.store.tables import ClusterRow
 from tests.conftest import RunningServer
-from tests.members.helpers import make_config
 
 JOIN = "/federation/v1/clusters/join"
 CLUSTERS = "/apis/cluster.karmada.io/v1alpha1/clusters"
@@ -37,21 +36,6 @@ def api_server(tmp_path: Path, database_url: str) -> Iterator[RunningServer]:
         yield RunningServer(process, tmp_path / "client.yaml")
     finally:
         process.stop()
-
-
-@pytest.fixture
-def start_sim() -> Iterator[Callable[..., RunningSimulator]]:
-    running: list[RunningSimulator] = []
-
-    def start(**overrides: Any) -> RunningSimulator:
-        sim = run_simulator_in_thread(make_config(**overrides))
-        running.append(sim)
-        return sim
-
-    yield start
-    for sim in running:
-        if sim.thread.is_alive():
-            sim.stop()
 
 
 def join_body(name: str, kubeconfig: dict[str, Any] | None, **extra: Any) -> dict[str, Any]:

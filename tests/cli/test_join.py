@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,30 +14,14 @@ from click.testing import CliRunner, Result
 
 from federation.cli.cmd_join import TaintChange, changed_taints, parse_taint
 from federation.cli.main import cli
-from federation.members.sim import RunningSimulator, run_simulator_in_thread
+from federation.members.sim import RunningSimulator
 from tests.conftest import RunningServer
-from tests.members.helpers import make_config
 
 NOW = "2026-01-01T00:00:00Z"
 
 
 def run(*args: str) -> Result:
     return CliRunner().invoke(cli, list(args))
-
-
-@pytest.fixture
-def start_sim() -> Iterator[Callable[..., RunningSimulator]]:
-    running: list[RunningSimulator] = []
-
-    def start(**overrides: Any) -> RunningSimulator:
-        sim = run_simulator_in_thread(make_config(**overrides))
-        running.append(sim)
-        return sim
-
-    yield start
-    for sim in running:
-        if sim.thread.is_alive():
-            sim.stop()
 
 
 def kubeconfig_with_files(sim: RunningSimulator, folder: Path) -> Path:

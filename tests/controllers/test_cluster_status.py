@@ -14,14 +14,14 @@ from federation.controllers.cluster_status import ClusterStatusController
 from federation.controllers.members_access import MemberAccess
 from federation.controllers.runtime import FakeClock
 from federation.members.client import KubernetesMemberClient
-from federation.members.sim import RunningSimulator, run_simulator_in_thread
+from federation.members.sim import RunningSimulator
 from federation.settings import Settings, load_settings
 from federation.store import migrate
 from federation.store.clusters import ClusterRepository
 from federation.store.crypto import SecretBox, generate_key
 from federation.store.db import UnitOfWork, make_engine
 from federation.store.leases import LeaseRepository
-from tests.members.helpers import deployment, make_config
+from tests.members.helpers import deployment
 
 NOT_READY = "cluster.karmada.io/not-ready"
 UNREACHABLE = "cluster.karmada.io/unreachable"
@@ -68,21 +68,6 @@ def harness(database_url: str, tmp_path: Path) -> Iterator[Harness]:
     running = Harness(database_url, tmp_path)
     yield running
     running.close()
-
-
-@pytest.fixture
-def start_sim() -> Iterator[Callable[..., RunningSimulator]]:
-    running: list[RunningSimulator] = []
-
-    def start(**overrides: Any) -> RunningSimulator:
-        sim = run_simulator_in_thread(make_config(**overrides))
-        running.append(sim)
-        return sim
-
-    yield start
-    for sim in running:
-        if sim.thread.is_alive():
-            sim.stop()
 
 
 def ready(cluster: dict[str, Any]) -> tuple[str, str]:
