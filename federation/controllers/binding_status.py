@@ -219,8 +219,9 @@ def _write_status(
     status = binding_status(binding, works, now)
     if status != (binding.get("status") or {}):
         meta = binding["metadata"]
+        # With the version read: the scheduler writes this status too, and its write must not be lost.
         BindingRepository(session).objects(meta.get("namespace") or "").update_status(
-            meta.get("namespace") or "", meta["name"], status
+            meta.get("namespace") or "", meta["name"], status, expected_rv=meta["resourceVersion"]
         )
         written += 1
     if template is not None:

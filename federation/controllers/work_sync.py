@@ -46,6 +46,7 @@ from federation.store import claims
 from federation.store.claims import Claim
 from federation.store.db import UnitOfWork
 from federation.store.derive import parse_timestamp
+from federation.store.errors import Conflict
 from federation.store.tables import ClusterRow, WorkRow
 from federation.store.works import WorkRepository, claim_for_push
 
@@ -176,21 +177,23 @@ class WorkSync:
     # -- record ----------------------------------------------------------------------------------------
 
     def _record(self, results: Sequence[SyncResult]) -> int:
+        """Write each outcome in its own transaction: a Work written meanwhile by another controller
+        (a Conflict) costs only its own record, which is retried at once, never the whole batch."""
         now = self.clock.now()
-        with self.uow() as session:
-            works = WorkRepository(session)
-            current = works.by_ids([r.task.claim.id for r in results])
-            finished: list[Claim] = []
-            retries: dict[datetime, list[Claim]] = defaultdict(list)
-            for result in results:
-                work = current.get(result.task.claim.id)
-                if work is None:
-                    continue  # deleted meanwhile: nothing to record, no claim to release
-                retry_at = self._record_one(session, work, result, now)
-                (retries[retry_at] if retry_at else finished).append(result.task.claim)
-            claims.release(session, WorkRow, finished, self.identity, done=True)
-            for retry_at, claimed in retries.items():
-                claims.release(session, WorkRow, claimed, self.identity, done=False, retry_at=retry_at)
+        for result in results:
+            claim = result.task.claim
+            try:
+                with self.uow() as session:
+                    work = WorkRepository(session).by_ids([claim.id]).get(claim.id)
+                    if work is None:
+                        continue  # deleted meanwhile: nothing to record, no claim to release
+                    retry_at = self._record_one(session, work, result, now)
+                    done = retry_at is None
+                    claims.release(session, WorkRow, [claim], self.identity, done=done, retry_at=retry_at)
+            except Conflict:
+                log.info("work %s/%s changed while syncing; syncing again", claim.namespace, claim.name)
+                with self.uow() as session:
+                    claims.release(session, WorkRow, [claim], self.identity, done=False, retry_at=now)
         return len(results)
 
     def _record_one(
@@ -241,7 +244,10 @@ class WorkSync:
                 now,
             )
             retry_at = now + self._backoff(failing_since, now)
-        works.objects.update_status(meta["namespace"], meta["name"], status)
+        # With the version read: a status written meanwhile (the collector) is a Conflict, not lost.
+        works.objects.update_status(
+            meta["namespace"], meta["name"], status, expected_rv=meta["resourceVersion"]
+        )
         return retry_at
 
     def _backoff(self, failing_since: datetime | None, now: datetime) -> timedelta:

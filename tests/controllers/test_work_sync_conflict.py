@@ -1,0 +1,45 @@
+"""A Work written by another controller while work sync records its outcome: only that record is
+retried (at once), nothing else is lost, and no claim is left hanging until its lease expires."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+
+from federation.store.repository import ObjectRepository
+from federation.store.tables import WorkRow
+from tests.controllers.test_execution_support import Harness, harness, nginx, ready, start_sim
+
+__all__ = ["harness", "start_sim"]  # fixtures, re-exported for pytest
+
+
+def test_a_concurrent_write_costs_one_retry_not_the_batch(harness: Harness, start_sim, monkeypatch) -> None:
+    sim = start_sim("member1")
+    harness.add_cluster("member1", sim)
+    template = harness.add_template(nginx(replicas=2))
+    harness.add_binding(template, [{"name": "member1", "replicas": 2}])
+    harness.execution.reconcile()
+    work = next(iter(harness.works().values()))
+    meta = work["metadata"]
+
+    original = harness.sync._record_one
+    raced: list[bool] = []
+
+    def record_after_a_concurrent_write(session, current, result, now):
+        if not raced:
+            raced.append(True)
+            with harness.uow() as other:  # another controller writes the same Work in between
+                repo = ObjectRepository(other, "Work", "work.karmada.io/v1alpha1")
+                repo.update_status(meta["namespace"], meta["name"], {"note": "written concurrently"})
+        return original(session, current, result, now)
+
+    monkeypatch.setattr(harness.sync, "_record_one", record_after_a_concurrent_write)
+    harness.sync.reconcile()
+    assert raced
+    with harness.uow() as session:
+        row = session.scalars(select(WorkRow).where(WorkRow.name == meta["name"])).one()
+        assert row.claimed_by is None, "the claim must be released, not held until its lease expires"
+        assert row.needs_sync and row.next_attempt_at is not None
+    harness.sync.reconcile()
+    harness.until(lambda: ready(sim, "nginx", 2), what="applied on the retry")
+    applied = next(iter(harness.works().values()))
+    assert any(c["type"] == "Applied" and c["status"] == "True" for c in applied["status"]["conditions"])
