@@ -8,15 +8,12 @@ so a wrong token, a cluster that was never joined or a Push cluster is one clear
 
 from __future__ import annotations
 
-import signal
-import threading
-from types import FrameType
-
 import click
 
 from federation.cli.client import resolve_client_config
 from federation.cli.cmd_server import configure_logging
 from federation.cli.context import CliContext, pass_cli
+from federation.cli.signals import wait_for_stop
 from federation.members.agent import Agent, AgentConfig
 from federation.members.agent_api import AgentApi, AgentApiError
 from federation.members.errors import MemberError
@@ -99,19 +96,8 @@ def _check_cluster(config: AgentConfig) -> None:
 
 
 def _run_until_signalled(agent: Agent) -> None:
-    stopped = threading.Event()
-
-    def on_signal(_signum: int, _frame: FrameType | None) -> None:
-        stopped.set()
-
-    previous = signal.signal(signal.SIGTERM, on_signal)
     agent.run_in_thread()
     try:
-        while not stopped.wait(0.5):
-            pass
-    except KeyboardInterrupt:
-        pass
+        wait_for_stop()
     finally:
-        signal.signal(signal.SIGTERM, previous)
         agent.stop()
-        click.echo("agent stopped")

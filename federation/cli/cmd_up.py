@@ -16,13 +16,9 @@ Invariants:
 from __future__ import annotations
 
 import logging
-import signal
-import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from types import FrameType
 
 import click
 
@@ -32,6 +28,7 @@ from federation.api.status import StatusError
 from federation.cli import server
 from federation.cli.cmd_server import configure_logging, settings_from
 from federation.cli.context import CliContext, pass_cli
+from federation.cli.signals import wait_for_stop
 from federation.members.sim import RunningSimulator, SimulatorConfig, run_simulator_in_thread
 from federation.settings import Settings, default_client_config_path
 from federation.store.clusters import ClusterRepository
@@ -214,23 +211,6 @@ def announce(stack: UpStack, settings: Settings) -> None:
     click.echo("  federation get rb")
     click.echo("  federation get works -A")
     click.echo("Ctrl-C stops everything.")
-
-
-def wait_for_stop() -> None:
-    """Block until Ctrl-C or SIGTERM (a module function, so tests can replace it)."""
-    stopped = threading.Event()
-
-    def on_signal(_signum: int, _frame: FrameType | None) -> None:
-        stopped.set()
-
-    previous: Callable[..., object] | int | None = signal.signal(signal.SIGTERM, on_signal)
-    try:
-        while not stopped.wait(0.5):
-            pass
-    except KeyboardInterrupt:
-        pass
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 @click.command("up")
