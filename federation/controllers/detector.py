@@ -22,11 +22,11 @@ from sqlalchemy.orm import Session
 
 from federation.controllers.runtime import Clock, Outcome
 from federation.model import propagation as detection
-from federation.model.binding import binding_name
 from federation.model.policy import PropagationSpec
 from federation.store import claims
+from federation.store.bindings import BindingRepository
 from federation.store.db import UnitOfWork
-from federation.store.repository import ObjectRepository
+from federation.store.repository import ObjectRepository, manifests_by_id
 from federation.store.tables import (
     ClusterPropagationPolicyRow,
     PropagationPolicyRow,
@@ -74,12 +74,8 @@ class Detector:
                 claimed = claims.claim(
                     session, table, self.identity, self.batch_size, self.clock.now(), self.claim_seconds
                 )
-                for item in claimed:
-                    policy = ObjectRepository(session, item.kind, POLICY_API_VERSION).get(
-                        item.namespace, item.name
-                    )
-                    if policy is not None:
-                        queue_templates_for_policy(session, policy)
+                for policy in manifests_by_id(session, table, [c.id for c in claimed]).values():
+                    queue_templates_for_policy(session, policy)
                 claims.release(session, table, claimed, self.identity, done=True)
                 expanded += len(claimed)
         return expanded
@@ -101,7 +97,12 @@ class Detector:
             policies = _all(session, "PropagationPolicy")
             cluster_policies = _all(session, "ClusterPropagationPolicy")
             templates = templates_by_id(session, [c.id for c in claimed])
-            written = sum(self._detect_one(session, t, policies, cluster_policies) for t in templates)
+            # One read of the bindings for the whole batch, not one per template.
+            existing = BindingRepository(session).for_templates([t["metadata"]["uid"] for t in templates])
+            written = sum(
+                self._detect_one(session, t, existing.get(t["metadata"]["uid"]), policies, cluster_policies)
+                for t in templates
+            )
             claims.release(session, ResourceTemplateRow, claimed, self.identity, done=True)
         return len(claimed), written
 
@@ -109,21 +110,18 @@ class Detector:
         self,
         session: Session,
         template: dict[str, Any],
+        existing: dict[str, Any] | None,
         policies: Sequence[Mapping[str, Any]],
         cluster_policies: Sequence[Mapping[str, Any]],
     ) -> int:
-        meta = template["metadata"]
-        namespace = meta.get("namespace") or ""
+        namespace = template["metadata"].get("namespace") or ""
         bindings = ObjectRepository(session, _binding_kind(namespace), detection.BINDING_API_VERSION)
-        name = binding_name(meta["name"], template["kind"])
-        existing = bindings.get(namespace, name)
         policy = detection.choose_policy(template, policies, cluster_policies, detection.claim_of(existing))
         if policy is None:
             return _unclaim(bindings, existing)
         desired = detection.desired_binding(template, policy, existing)
         if existing is None:
-            bindings.create(desired)
-            return 1
+            return _create(bindings, desired)
         if not detection.binding_changed(existing, desired):
             return 0
         desired["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
@@ -158,6 +156,20 @@ def queue_templates_for_policy(session: Session, policy: Mapping[str, Any]) -> N
 def _all(session: Session, kind: str) -> list[dict[str, Any]]:
     items, _ = ObjectRepository(session, kind, POLICY_API_VERSION).list()
     return items
+
+
+def _create(bindings: ObjectRepository, desired: dict[str, Any]) -> int:
+    meta = desired["metadata"]
+    if bindings.get(meta.get("namespace"), meta["name"]) is not None:
+        # A binding of that name that belongs to no template of ours (made by hand): leave it alone.
+        log.warning(
+            "binding %s/%s exists for another resource; not taking it over",
+            meta.get("namespace", ""),
+            meta["name"],
+        )
+        return 0
+    bindings.create(desired)
+    return 1
 
 
 def _binding_kind(namespace: str) -> str:

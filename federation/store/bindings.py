@@ -24,7 +24,7 @@ from federation.store.derive import parse_timestamp
 from federation.store.errors import NotFound
 from federation.store.kinds import BINDING_API_VERSION, binding_kind
 from federation.store.manifest import format_timestamp, join
-from federation.store.repository import Clock, ObjectRepository
+from federation.store.repository import Clock, ObjectRepository, manifests_by_id
 from federation.store.tables import (
     BindingTargetClusterRow,
     GracefulEvictionTaskRow,
@@ -135,10 +135,14 @@ class BindingRepository:
 
     def by_ids(self, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
         """Binding row id → manifest (both kinds) for these ids; deleted ids are absent."""
-        if not ids:
+        return manifests_by_id(self.session, ResourceBindingRow, ids)
+
+    def for_templates(self, template_uids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Template uid → its binding, for these templates (one query; templates without one are absent)."""
+        if not template_uids:
             return {}
-        statement = select(ResourceBindingRow).where(ResourceBindingRow.id.in_(list(ids)))
-        return {row.id: join(row) for row in self.session.scalars(statement)}
+        statement = select(ResourceBindingRow).where(ResourceBindingRow.template_uid.in_(list(template_uids)))
+        return {str(row.template_uid): join(row) for row in self.session.scalars(statement)}
 
     def changed_since(self, since: datetime | None) -> list[tuple[int, datetime]]:
         """(id, updated_at) of bindings written after ``since`` (every binding when None)."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 import builtins
 import copy
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -236,6 +236,16 @@ class ObjectRepository:
 def objects(session: Session, api_version: str, kind: str, *, clock: Clock = utcnow) -> ObjectRepository:
     """The repository for ``apiVersion``/``kind``, whatever table stores it."""
     return ObjectRepository(session, kind, api_version, clock=clock)
+
+
+def manifests_by_id(
+    session: Session, table: type[ObjectMixin], ids: Sequence[int]
+) -> dict[int, dict[str, Any]]:
+    """Row id → manifest for these ids of one table, in id order (one query; deleted ids are absent)."""
+    if not ids:
+        return {}
+    statement = select(table).where(table.id.in_(list(ids))).order_by(table.id)
+    return {row.id: join(row) for row in session.scalars(statement)}
 
 
 def _selected(row: ObjectMixin, selector: Selector | None) -> bool:

@@ -13,6 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from federation.store.manifest import join
+from federation.store.repository import manifests_by_id
 from federation.store.tables import ResourceTemplateRow
 
 
@@ -25,10 +26,7 @@ def template_kinds(session: Session, api_version: str) -> list[str]:
 
 def templates_by_id(session: Session, ids: Sequence[int]) -> list[dict[str, Any]]:
     """The templates with these row ids, as manifests, in id order (one query)."""
-    if not ids:
-        return []
-    statement = select(ResourceTemplateRow).where(ResourceTemplateRow.id.in_(list(ids)))
-    return [join(row) for row in session.scalars(statement.order_by(ResourceTemplateRow.id))]
+    return list(manifests_by_id(session, ResourceTemplateRow, ids).values())
 
 
 def templates_by_uid(session: Session, uids: Sequence[str]) -> dict[str, dict[str, Any]]:

@@ -22,7 +22,7 @@ from federation.store.claims import Claim
 from federation.store.errors import NotFound
 from federation.store.kinds import WORK_API_VERSION
 from federation.store.manifest import join
-from federation.store.repository import Clock, ObjectRepository
+from federation.store.repository import Clock, ObjectRepository, manifests_by_id
 from federation.store.tables import EXECUTION_SPACE_PREFIX, ClusterRow, ResourceBindingRow, WorkRow, table_of
 from federation.store.types import utcnow
 
@@ -79,10 +79,7 @@ class WorkRepository:
 
     def by_ids(self, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
         """Work row id → manifest for these ids (absent ids were deleted)."""
-        if not ids:
-            return {}
-        statement = select(WorkRow).where(WorkRow.id.in_(list(ids)))
-        return {row.id: join(row) for row in self.session.scalars(statement)}
+        return manifests_by_id(self.session, WorkRow, ids)
 
     def binding_ids_changed_since(self, since: datetime | None) -> list[tuple[int, datetime]]:
         """(binding id, updated_at) of Works written after ``since`` (all Works when None)."""

@@ -192,3 +192,27 @@ def test_namespaced_policy_beats_cluster_policy_and_preemption_needs_always():
     assert choose_policy(DEPLOY, [low, high], [], current=held)["metadata"]["name"] == "low"
     preempting = policy("high", priority=10, selector=BY_NAME, preemption="Always")
     assert choose_policy(DEPLOY, [low, preempting], [], current=held)["metadata"]["name"] == "high"
+
+
+def _reads_to_detect(uow, engine, prefix: str, count: int) -> int:
+    names = [f"{prefix}{i}" for i in range(count)]
+    for name in names:
+        put(uow, {**copy.deepcopy(m.DEPLOYMENT), "metadata": {"name": name, "namespace": "default"}})
+    put(uow, policy("all", selector={"apiVersion": "apps/v1", "kind": "Deployment"}))
+    detector(uow).reconcile()  # first pass: the bindings are created
+    for name in names:
+        scaled = copy.deepcopy(m.DEPLOYMENT)
+        scaled["metadata"] = {"name": name, "namespace": "default"}
+        scaled["spec"]["replicas"] = 9
+        put(uow, scaled)
+    statements = count_statements(engine, lambda: detector(uow).reconcile())
+    assert all(binding(uow, "default", f"{name}-deployment")["spec"]["replicas"] == 9 for name in names)
+    return sum(1 for s in statements if s.lstrip().upper().startswith("SELECT"))
+
+
+def test_detector_reads_do_not_grow_with_the_batch(uow, engine):
+    """Updating 1 or 6 bindings: besides the row each write loads, the reads are the same (the
+    templates, policies and existing bindings of a batch are each read once)."""
+    one = _reads_to_detect(uow, engine, "a", 1)
+    six = _reads_to_detect(uow, engine, "b", 6)
+    assert six - 6 == one - 1
