@@ -1,5 +1,5 @@
-"""The CLI's HTTP client: finds the server and token, speaks the Kubernetes-shaped API, turns Status
-error bodies into `ApiError`.
+"""The CLI's HTTP client: finds the server and token, speaks the Kubernetes-shaped API (through the shared
+`federation.apiclient`, whose `ApiError` it re-exports).
 
 Where the server and token come from, first match wins: `--server`/`--token` flags, the environment
 (`FEDERATION_SERVER`, `FEDERATION_TOKEN`), the client config file that `serve`/`up` write
@@ -14,26 +14,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import yaml
 
+from federation.apiclient import ApiClient, ApiError
 from federation.model.kinds import KindInfo
 from federation.settings import default_client_config_path
 
 
 class ClientConfigError(Exception):
     """The CLI does not know which server to talk to."""
-
-
-class ApiError(Exception):
-    """A non-2xx answer, carrying the Kubernetes Status body's fields."""
-
-    def __init__(self, code: int, reason: str, message: str, causes: tuple[dict[str, Any], ...] = ()) -> None:
-        super().__init__(message)
-        self.code, self.reason, self.message, self.causes = code, reason, message, causes
-
-    def __str__(self) -> str:
-        return f"Error from server ({self.reason}): {self.message}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,30 +68,11 @@ def object_path(info: KindInfo, namespace: str | None, name: str | None = None) 
     return f"{path}/{name}" if name else path
 
 
-class FederationClient:
-    """Thin synchronous client; one instance per CLI invocation."""
+class FederationClient(ApiClient):
+    """The shared API client plus Kubernetes object paths; one instance per CLI invocation."""
 
     def __init__(self, config: ClientConfig, *, timeout: float = 30.0, transport: Any = None) -> None:
-        headers = {"Accept": "application/json"}
-        if config.token:
-            headers["Authorization"] = f"Bearer {config.token}"
-        self._http = httpx.Client(
-            base_url=config.server, headers=headers, timeout=timeout, transport=transport
-        )
-
-    def close(self) -> None:
-        self._http.close()
-
-    def request(
-        self, method: str, path: str, *, body: Any = None, params: dict[str, Any] | None = None
-    ) -> Any:
-        try:
-            response = self._http.request(method, path, json=body, params=params)
-        except httpx.HTTPError as exc:
-            raise ApiError(0, "ServiceUnavailable", f"cannot reach {self._http.base_url}: {exc}") from exc
-        if response.is_success:
-            return response.json() if response.content else None
-        raise _api_error(response)
+        super().__init__(config.server, config.token, timeout=timeout, transport=transport)
 
     def get(self, info: KindInfo, namespace: str | None, name: str) -> dict[str, Any] | None:
         try:
@@ -117,16 +87,8 @@ class FederationClient:
         self, info: KindInfo, namespace: str | None, selector: str | None = None, page_size: int = 500
     ) -> Iterator[dict[str, Any]]:
         """Every object, following `continue` tokens page by page."""
-        params: dict[str, Any] = {"limit": page_size}
-        if selector:
-            params["labelSelector"] = selector
-        while True:
-            page = self.request("GET", object_path(info, namespace), params=params)
-            yield from page.get("items", [])
-            token = (page.get("metadata") or {}).get("continue")
-            if not token:
-                return
-            params["continue"] = token
+        params = {"labelSelector": selector} if selector else None
+        return self.pages(object_path(info, namespace), params, page_size)
 
     def create(self, info: KindInfo, obj: dict[str, Any]) -> dict[str, Any]:
         namespace = obj.get("metadata", {}).get("namespace")
@@ -142,20 +104,3 @@ class FederationClient:
 
     def delete(self, info: KindInfo, namespace: str | None, name: str) -> None:
         self.request("DELETE", object_path(info, namespace, name))
-
-
-def _api_error(response: httpx.Response) -> ApiError:
-    try:
-        body = response.json()
-    except ValueError:
-        body = {}
-    if not isinstance(body, dict):
-        body = {}
-    details = body.get("details") or {}
-    message = body.get("message") or response.text.strip() or response.reason_phrase
-    return ApiError(
-        code=response.status_code,
-        reason=body.get("reason") or response.reason_phrase or "Unknown",
-        message=message,
-        causes=tuple(details.get("causes") or ()),
-    )

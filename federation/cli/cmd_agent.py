@@ -84,7 +84,10 @@ def _check_cluster(config: AgentConfig) -> None:
     try:
         cluster = api.get_cluster()
     except AgentApiError as err:
-        raise click.ClickException(f"cannot serve cluster {config.cluster!r}: {err}") from err
+        reached = f"{err.code} {err.reason}: " if err.code else ""
+        raise click.ClickException(
+            f"cannot serve cluster {config.cluster!r}: {reached}{err.message}"
+        ) from err
     finally:
         api.close()
     mode = (cluster.get("spec") or {}).get("syncMode")

@@ -24,6 +24,7 @@ from federation.cli.client import read_client_config, write_client_config
 from federation.controllers.assembly import ControllerDeps, build_reconcilers
 from federation.controllers.members_access import MemberAccess
 from federation.controllers.runtime import ControllerRunner, SystemClock, default_identity
+from federation.listening import bind_socket
 from federation.settings import Settings, default_client_config_path
 from federation.store import migrate
 from federation.store.crypto import SecretBox, load_or_create_key
@@ -68,17 +69,6 @@ def bootstrap_admin_token(uow: UnitOfWork) -> str | None:
             return None
         _, plaintext = tokens.create("admin", "admin")
         return plaintext
-
-
-def bind_socket(host: str, port: int) -> socket.socket:
-    """Bind before starting uvicorn so port 0 resolves to a real port we can print and write down."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(128)
-    sock.set_inheritable(True)
-    return sock
 
 
 @dataclass

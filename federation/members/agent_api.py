@@ -11,11 +11,11 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 
+from federation.apiclient import ApiClient, ApiError
 from federation.model.work import execution_namespace
 
 CLUSTER_PATH = "/apis/cluster.karmada.io/v1alpha1/clusters"
@@ -28,12 +28,8 @@ PAGE_SIZE = 200
 Body = dict[str, Any]
 
 
-class AgentApiError(Exception):
-    """A failed call to the federation API; `code` 0 means it was not reached."""
-
-    def __init__(self, code: int, reason: str, message: str) -> None:
-        super().__init__(f"{code} {reason}: {message}" if code else message)
-        self.code, self.reason, self.message = code, reason, message
+# A failed call to the federation API (`code` 0: not reached); the shared client's error.
+AgentApiError = ApiError
 
 
 class AgentApi:
@@ -50,31 +46,21 @@ class AgentApi:
     ) -> None:
         self.cluster = cluster
         self.namespace = execution_namespace(cluster)
-        headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
-        self._http = httpx.Client(
-            base_url=server.rstrip("/"), headers=headers, timeout=timeout, transport=transport
-        )
+        self._api = ApiClient(server, token, timeout=timeout, transport=transport)
 
     def close(self) -> None:
-        self._http.close()
+        self._api.close()
 
     def request(
         self, method: str, path: str, *, body: Any = None, params: dict[str, Any] | None = None
     ) -> Any:
-        try:
-            response = self._http.request(method, path, json=body, params=params)
-        except httpx.HTTPError as exc:
-            message = f"cannot reach {self._http.base_url}: {exc}"
-            raise AgentApiError(0, "ServiceUnavailable", message) from exc
-        if response.is_success:
-            return response.json() if response.content else None
-        raise _error(response)
+        return self._api.request(method, path, body=body, params=params)
 
     # --- works ------------------------------------------------------------------------------------
 
     def works(self) -> list[Body]:
         """Every Work of this cluster's execution namespace (all pages, or an error: never a partial list)."""
-        return list(self._pages(f"{WORK_PREFIX}/{self.namespace}/works"))
+        return list(self._api.pages(f"{WORK_PREFIX}/{self.namespace}/works", page_size=PAGE_SIZE))
 
     def put_work_status(self, work: Body, status: Body) -> Body:
         """Write a Work's status, guarded by the resourceVersion the agent read (409 if it moved)."""
@@ -130,24 +116,3 @@ class AgentApi:
     def get_lease(self) -> Body:
         result: Body = self.request("GET", f"{LEASE_PREFIX}/{self.cluster}")
         return result
-
-    def _pages(self, path: str) -> Iterator[Body]:
-        params: dict[str, Any] = {"limit": PAGE_SIZE}
-        while True:
-            page = self.request("GET", path, params=params) or {}
-            yield from page.get("items") or []
-            token = (page.get("metadata") or {}).get("continue")
-            if not token:
-                return
-            params["continue"] = token
-
-
-def _error(response: httpx.Response) -> AgentApiError:
-    try:
-        body = response.json()
-    except ValueError:
-        body = {}
-    if not isinstance(body, dict):
-        body = {}
-    message = body.get("message") or response.text.strip() or response.reason_phrase
-    return AgentApiError(response.status_code, str(body.get("reason") or response.reason_phrase), message)

@@ -18,6 +18,7 @@ from typing import Any
 import uvicorn
 import yaml
 
+from federation.listening import bind_socket
 from federation.members.sim.app import SimApp, build_app
 from federation.members.sim.cluster import SimCluster
 from federation.members.sim.config import Faults, SimulatorConfig
@@ -45,15 +46,6 @@ def write_kubeconfig(path: str, kubeconfig: dict[str, Any]) -> None:
         yaml.safe_dump(kubeconfig, handle, sort_keys=False)
 
 
-def _bind(host: str, port: int) -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(128)
-    sock.set_inheritable(True)
-    return sock
-
-
 @dataclass
 class Simulator:
     """A configured, not yet running simulator: its cluster state, app, and bound socket."""
@@ -68,7 +60,7 @@ class Simulator:
     def __post_init__(self) -> None:
         self.faults = Faults(self.config)
         self.cluster = SimCluster(self.config, self.faults)
-        self.sock = _bind(self.config.host, self.config.port)
+        self.sock = bind_socket(self.config.host, self.config.port)
         app = build_app(self.cluster, self.faults, self.config.token)
         ssl: dict[str, Any] = {}
         if self.config.tls:
