@@ -14,18 +14,9 @@ from collections.abc import Callable
 from typing import Any
 
 from federation.members.errors import MemberError
+from federation.model.kinds import guess_plural
 
 GetJson = Callable[[str], Any]
-
-
-def guess_plural(kind: str) -> str:
-    """Kubernetes' naive pluralisation: lower-case, then s→ses, consonant+y→ies, else +s."""
-    lower = kind.lower()
-    if lower.endswith("s"):
-        return lower + "es"
-    if lower.endswith("y") and len(lower) > 1 and lower[-2] not in "aeiou":
-        return lower[:-1] + "ies"
-    return lower + "s"
 
 
 def _gv_path(group_version: str) -> str:

@@ -200,15 +200,26 @@ def is_federation_kind(info: KindInfo) -> bool:
     return is_karmada_kind(info) or is_kosmos_kind(info)
 
 
+def guess_plural(kind: str) -> str:
+    """Kubernetes' naive pluralisation (``UnsafeGuessKindToResource``): lower-case, then s→ses,
+    consonant+y→ies, else +s. One rule for the API, the CLI and the member clients, so they agree."""
+    lower = kind.lower()
+    if lower.endswith("s"):
+        return lower + "es"
+    if lower.endswith("y") and len(lower) > 1 and lower[-2] not in "aeiou":
+        return lower[:-1] + "ies"
+    return lower + "s"
+
+
 def template_kind(
     api_version: str, kind: str, plural: str | None = None, namespaced: bool = True
 ) -> KindInfo:
     """Describe any resource template: the registered kind if known, else an ad-hoc KindInfo.
 
-    ``plural`` defaults to the lower-cased kind plus "s" (callers that know the real plural pass it).
+    ``plural`` defaults to ``guess_plural(kind)`` (callers that know the real plural pass it).
     """
     known = by_gvk(api_version, kind)
     if known is not None:
         return known
     group, version = split_api_version(api_version)
-    return KindInfo(group, version, kind, plural or f"{kind.lower()}s", kind.lower(), (), namespaced, True)
+    return KindInfo(group, version, kind, plural or guess_plural(kind), kind.lower(), (), namespaced, True)

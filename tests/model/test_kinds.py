@@ -79,3 +79,13 @@ def test_template_kind():
     )
     assert kinds.template_kind("apps/v1", "Deployment") is kinds.lookup("deploy")
     assert not kinds.is_federation_kind(info)
+
+
+@pytest.mark.parametrize(
+    ("kind", "plural"),
+    [("Widget", "widgets"), ("Gateway", "gateways"), ("FooPolicy", "foopolicies"), ("Ingress", "ingresses")],
+)
+def test_unregistered_kinds_get_kubernetes_plural_guess(kind: str, plural: str) -> None:
+    """The API, the CLI and the member clients share one rule (Kubernetes' UnsafeGuessKindToResource)."""
+    assert kinds.guess_plural(kind) == plural
+    assert kinds.template_kind("example.io/v1", kind).plural == plural

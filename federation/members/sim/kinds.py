@@ -108,16 +108,6 @@ _IN_ALL = frozenset(
 BUILTINS = tuple(r.with_categories("all") if r.plural in _IN_ALL else r for r in BUILTINS)
 
 
-def guess_plural(kind: str) -> str:
-    """Kubernetes' naive pluralisation (``UnsafeGuessKindToResource``): lower-case, then y→ies, s→ses."""
-    lower = kind.lower()
-    if lower.endswith("s"):
-        return lower + "es"
-    if lower.endswith("y") and len(lower) > 1 and lower[-2] not in "aeiou":
-        return lower[:-1] + "ies"
-    return lower + "s"
-
-
 def split_api_version(api_version: str) -> tuple[str, str]:
     """``"apps/v1"`` → ``("apps", "v1")``; ``"v1"`` → ``("", "v1")``."""
     group, _, version = api_version.rpartition("/")
