@@ -50,7 +50,6 @@ from federation.members.summary import ClusterSummary
 from federation.settings import ControllerSettings, MemberSettings
 from federation.store.clusters import ClusterRepository
 from federation.store.db import UnitOfWork
-from federation.store.errors import StoreError
 from federation.store.leases import Lease, LeaseRepository
 from federation.store.manifest import format_timestamp
 
@@ -264,15 +263,11 @@ class ClusterStatusController:
     def _observe(self, names: list[str]) -> dict[str, Observation]:
         # A member still busy after this (probe, then collection) counts as not reachable for this pass.
         budget = self.member_settings.probe_timeout_seconds + 2 * self.member_settings.request_timeout_seconds
-        outcomes = run_concurrently(self._observe_one, names, self.member_settings.max_concurrency, budget)
+        clients = self.members.clients(names)  # every member's credentials in one read
+        outcomes = run_concurrently(
+            lambda name: _observe_one(clients[name]), names, self.member_settings.max_concurrency, budget
+        )
         return {name: _from_outcome(outcomes.get(name)) for name in names}
-
-    def _observe_one(self, name: str) -> Observation:
-        try:
-            client = self.members.client(name)
-        except (MemberError, StoreError) as err:
-            return Observation(collection_failed(getattr(err, "reason", None) or str(err)))
-        return observe(client)
 
     def _verdict(
         self, cluster: dict[str, Any], seen: dict[str, Observation], leases: dict[str, Lease], now: datetime
@@ -308,6 +303,12 @@ class ClusterStatusController:
             leases = LeaseRepository(session)
             for name in names:
                 leases.renew_cluster_lease(name, name, now, duration)
+
+
+def _observe_one(client: MemberClient | MemberError) -> Observation:
+    if isinstance(client, MemberError):
+        return Observation(collection_failed(client.reason))
+    return observe(client)
 
 
 def _name(cluster: Mapping[str, Any]) -> str:

@@ -7,6 +7,8 @@ credentials (a Pull-mode cluster) has no client and says so with `MemberError`.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from typing import Any
 
 from federation.members.client import KubernetesMemberClient, MemberClient
@@ -16,6 +18,9 @@ from federation.settings import MemberSettings
 from federation.store.clusters import ClusterRepository
 from federation.store.crypto import SecretBox
 from federation.store.db import UnitOfWork
+from federation.store.errors import DecryptionError
+
+NO_CREDENTIALS = "no credentials are stored for this cluster (Pull mode?)"
 
 
 class MemberAccess:
@@ -33,17 +38,31 @@ class MemberAccess:
             connect_timeout=self.settings.probe_timeout_seconds,
         )
 
-    def kubeconfig(self, cluster: str) -> dict[str, Any]:
+    def clients(self, clusters: Sequence[str]) -> dict[str, MemberClient | MemberError]:
+        """A client (or why there is none) for each cluster, reading all their credentials in one query:
+        controllers call this once per pass, never once per cluster."""
         with self._uow() as session:
-            stored = ClusterRepository(session).kubeconfig(cluster, self._box)
-        if stored is None:
-            raise MemberError(
-                cluster, "no credentials are stored for this cluster (Pull mode?)", kind="kubeconfig"
-            )
-        return stored
+            stored = ClusterRepository(session).encrypted_credentials(clusters)
+        return {name: self._client(name, stored.get(name)) for name in clusters}
 
     def client(self, cluster: str) -> MemberClient:
-        return self.pool.get(cluster, self.kubeconfig(cluster))
+        found = self.clients([cluster])[cluster]
+        if isinstance(found, MemberError):
+            raise found
+        return found
+
+    def _client(self, name: str, token: bytes | None) -> MemberClient | MemberError:
+        if token is None:
+            return MemberError(
+                name, "no credentials are stored for this cluster (Pull mode?)", kind="kubeconfig"
+            )
+        try:
+            kubeconfig: dict[str, Any] = json.loads(self._box.decrypt(token))
+            return self.pool.get(name, kubeconfig)
+        except DecryptionError as err:
+            return MemberError(name, f"its stored credentials cannot be decrypted: {err}", kind="kubeconfig")
+        except MemberError as err:
+            return err
 
     def forget(self, cluster: str) -> None:
         self.pool.evict(cluster)

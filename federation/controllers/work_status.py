@@ -86,18 +86,22 @@ class WorkStatusCollector:
             by_cluster[rendering.cluster_of(work)].append((work_id, work))
         settings = self.members.settings
         longest = max(len(ws) for ws in by_cluster.values())
+        clients = self.members.clients(list(by_cluster))  # every member's credentials in one read
         outcomes = run_concurrently(
-            lambda cluster: self._observe_cluster(cluster, by_cluster[cluster]),
+            lambda cluster: self._observe_cluster(cluster, clients[cluster], by_cluster[cluster]),
             by_cluster,
             max_workers=settings.max_concurrency,
             timeout=settings.request_timeout_seconds * (longest + 1),
         )
         return [seen for outcome in outcomes.values() if outcome.value for seen in outcome.value]
 
-    def _observe_cluster(self, cluster: str, works: Sequence[tuple[int, dict[str, Any]]]) -> list[Observed]:
+    def _observe_cluster(
+        self, cluster: str, client: MemberClient | MemberError, works: Sequence[tuple[int, dict[str, Any]]]
+    ) -> list[Observed]:
         found: list[Observed] = []
         try:
-            client = self.members.client(cluster)
+            if isinstance(client, MemberError):
+                raise client
             for work_id, work in works:
                 objects = [_get(client, m) for m in _manifests(work)]
                 statuses = tuple(

@@ -148,8 +148,9 @@ class WorkSync:
                 by_cluster[task.cluster].append(task)
         settings = self.members.settings
         longest = max((len(ts) for ts in by_cluster.values()), default=0)
+        clients = self.members.clients(list(by_cluster))  # every member's credentials in one read
         outcomes = run_concurrently(
-            lambda cluster: self._sync_cluster(cluster, by_cluster[cluster]),
+            lambda cluster: self._sync_cluster(clients[cluster], by_cluster[cluster]),
             by_cluster,
             max_workers=settings.max_concurrency,
             timeout=settings.request_timeout_seconds * (longest + 1),
@@ -160,11 +161,11 @@ class WorkSync:
             )
         return results
 
-    def _sync_cluster(self, cluster: str, tasks: Sequence[SyncTask]) -> list[SyncResult]:
-        try:
-            client = self.members.client(cluster)
-        except MemberError as err:
-            return _failed(tasks, err)
+    def _sync_cluster(
+        self, client: MemberClient | MemberError, tasks: Sequence[SyncTask]
+    ) -> list[SyncResult]:
+        if isinstance(client, MemberError):
+            return _failed(tasks, client)
         done: list[SyncResult] = []
         for index, task in enumerate(tasks):
             try:

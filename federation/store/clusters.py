@@ -7,6 +7,7 @@ Cluster's ``resourceVersion`` nor shows up anywhere in the object the API return
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -62,6 +63,15 @@ class ClusterRepository:
             select(ClusterRow.name).where(ClusterRow.credentials.is_not(None)).order_by(ClusterRow.name)
         )
         return list(self.session.scalars(statement))
+
+    def encrypted_credentials(self, names: Sequence[str]) -> dict[str, bytes]:
+        """Name → encrypted credentials for these clusters (one query; clusters without any are absent)."""
+        if not names:
+            return {}
+        statement = select(ClusterRow.name, ClusterRow.credentials).where(
+            ClusterRow.name.in_(list(names)), ClusterRow.credentials.is_not(None)
+        )
+        return {str(name): bytes(token or b"") for name, token in self.session.execute(statement)}
 
     def credentials(self, name: str, box: SecretBox) -> bytes | None:
         token = self.session.scalar(select(ClusterRow.credentials).where(ClusterRow.name == name))
