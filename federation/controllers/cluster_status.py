@@ -300,9 +300,7 @@ class ClusterStatusController:
             return
         duration = int(self.timing.lease_duration_seconds)
         with self.uow() as session:
-            leases = LeaseRepository(session)
-            for name in names:
-                leases.renew_cluster_lease(name, name, now, duration)
+            LeaseRepository(session).renew_cluster_leases(names, now, duration)
 
 
 def _observe_one(client: MemberClient | MemberError) -> Observation:

@@ -9,6 +9,7 @@ Invariants:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -71,6 +72,31 @@ class LeaseRepository:
         lease = self.get(CLUSTER, cluster)
         assert lease is not None  # _ensure inserted it
         return lease
+
+    def renew_cluster_leases(self, clusters: Sequence[str], now: datetime, duration_seconds: int) -> None:
+        """Heartbeats for many clusters at once, each holding its own lease (the push-mode status pass):
+        two statements whatever the number of clusters."""
+        if not clusters:
+            return
+        rows = [
+            {"kind": CLUSTER, "name": name, "duration_seconds": duration_seconds, "transitions": 0}
+            for name in clusters
+        ]
+        insert = dialect.insert(self.session, table_of(LeaseRow)).values(rows)
+        self.session.execute(insert.on_conflict_do_nothing(index_elements=["kind", "name"]))
+        own = LeaseRow.holder == LeaseRow.name
+        self.session.execute(
+            update(table_of(LeaseRow))
+            .where(LeaseRow.kind == CLUSTER, LeaseRow.name.in_(list(clusters)))
+            .values(
+                holder=LeaseRow.name,
+                renew_time=now,
+                duration_seconds=duration_seconds,
+                expires_at=now + timedelta(seconds=duration_seconds),
+                acquired_at=case((own, LeaseRow.acquired_at), else_=literal(now, UTCDateTime())),
+                transitions=case((own, LeaseRow.transitions), else_=LeaseRow.transitions + 1),
+            )
+        )
 
     def cluster_leases(self) -> list[Lease]:
         statement = select(LeaseRow).where(LeaseRow.kind == CLUSTER).order_by(LeaseRow.name)

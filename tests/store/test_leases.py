@@ -61,3 +61,18 @@ def test_cluster_lease_renewal(uow: UnitOfWork) -> None:
     with uow() as session:
         names = [lease.name for lease in LeaseRepository(session).cluster_leases()]
     assert names == ["member1", "member2"]
+
+
+def test_batched_cluster_lease_renewal(uow: UnitOfWork) -> None:
+    """The push-mode status pass renews every healthy member's lease in two statements."""
+    with uow() as session:
+        leases = LeaseRepository(session)
+        leases.renew_cluster_leases(["member1", "member2"], at(0), 40)
+        leases.renew_cluster_leases(["member1", "member3"], at(10), 40)
+    with uow() as session:
+        found = {lease.name: lease for lease in LeaseRepository(session).cluster_leases()}
+    assert set(found) == {"member1", "member2", "member3"}
+    assert found["member1"].renew_time == at(10) and found["member1"].acquired_at == at(0)
+    assert found["member1"].holder == "member1" and found["member1"].expires_at == at(50)
+    assert found["member2"].renew_time == at(0) and found["member2"].expired(at(40))
+    assert found["member3"].acquired_at == at(10)
