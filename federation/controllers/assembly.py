@@ -13,6 +13,7 @@ from federation.controllers.cluster_status import ClusterStatusController
 from federation.controllers.detector import Detector
 from federation.controllers.execution import ExecutionController
 from federation.controllers.extender_http import build_extenders
+from federation.controllers.isolation import RetryBook
 from federation.controllers.members_access import MemberAccess
 from federation.controllers.runtime import Clock, Reconciler
 from federation.controllers.scheduler import Scheduler
@@ -20,6 +21,7 @@ from federation.controllers.work_status import WorkStatusCollector
 from federation.controllers.work_sync import WorkSync
 from federation.scheduling.planner import engine_config
 from federation.settings import Settings
+from federation.store.claims import Backoff
 from federation.store.crypto import SecretBox
 from federation.store.db import UnitOfWork
 
@@ -44,6 +46,7 @@ def build_reconcilers(deps: ControllerDeps) -> list[Reconciler]:
             interval_seconds=timing.detector_interval_seconds,
             batch_size=timing.batch_size,
             claim_seconds=timing.claim_lease_seconds,
+            backoff=retry_backoff(deps.settings),
         ),
         Scheduler(
             deps.uow,
@@ -71,6 +74,7 @@ def execution_reconcilers(deps: ControllerDeps) -> list[Reconciler]:
             deps.clock,
             interval_seconds=timing.execution_interval_seconds,
             batch_size=timing.batch_size,
+            retries=RetryBook(retry_backoff(deps.settings)),
         ),
         WorkSync(
             deps.uow,
@@ -92,5 +96,12 @@ def execution_reconcilers(deps: ControllerDeps) -> list[Reconciler]:
             deps.clock,
             interval_seconds=timing.execution_interval_seconds,
             batch_size=timing.batch_size,
+            retries=RetryBook(retry_backoff(deps.settings)),
         ),
     ]
+
+
+def retry_backoff(settings: Settings) -> Backoff:
+    """How long a failing item waits before its next attempt (the same rule for every controller)."""
+    timing = settings.controllers
+    return Backoff(timing.retry_backoff_initial_seconds, timing.retry_backoff_max_seconds)

@@ -15,12 +15,15 @@ Invariants:
   applied; otherwise False `FullyAppliedFailed`. A binding that was never scheduled and has no Works is
   left alone (there is nothing to report yet).
 - The template's status (Deployment, StatefulSet) is the sum over the items (`status_interpreter`).
+- One binding's failure (a malformed status, a race with the scheduler) is rolled back alone in its
+  savepoint, backed off (`RetryBook`) and said in a Warning event; the batch goes on.
 - Status-only writes: `update_status` never bumps `generation`, never queues the detector or the
   scheduler, and nothing is written when the computed status equals the stored one.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,8 +32,9 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from federation.controllers import conditions, rendering
+from federation.controllers import conditions, isolation, rendering
 from federation.controllers.change_feed import ChangeFeed
+from federation.controllers.isolation import RetryBook
 from federation.controllers.runtime import Clock, Outcome
 from federation.model.binding import CONDITION_FULLY_APPLIED
 from federation.model.status_interpreter import UNKNOWN, aggregate_template_status, aggregates
@@ -38,6 +42,7 @@ from federation.model.work import CONDITION_APPLIED
 from federation.store.bindings import BindingRepository
 from federation.store.db import UnitOfWork
 from federation.store.errors import Conflict
+from federation.store.events import InvolvedObject
 from federation.store.repository import ObjectRepository
 from federation.store.templates import templates_by_uid
 from federation.store.works import WorkRepository
@@ -164,6 +169,7 @@ class BindingStatusController:
     watches: frozenset[str] = frozenset({"Work", "ResourceBinding", "ClusterResourceBinding"})
     works_feed: ChangeFeed = field(default_factory=ChangeFeed)
     bindings_feed: ChangeFeed = field(default_factory=ChangeFeed)
+    retries: RetryBook = field(default_factory=RetryBook)
 
     def reconcile(self) -> Outcome:
         now = self.clock.now()
@@ -188,7 +194,7 @@ class BindingStatusController:
             from_bindings = BindingRepository(session).changed_since(self.bindings_feed.since(now))
         self.works_feed.saw(at for _, at in from_works)
         self.bindings_feed.saw(at for _, at in from_bindings)
-        return sorted({i for i, _ in from_works} | {i for i, _ in from_bindings})
+        return sorted(self.retries.select([*from_works, *from_bindings], now))
 
     def _aggregate_batch(self, ids: Sequence[int]) -> int:
         now = self.clock.now()
@@ -201,11 +207,44 @@ class BindingStatusController:
             written = 0
             for binding_id, binding in bindings.items():
                 owned = works.get(binding_id, [])
-                if needs_status(binding, owned):
-                    written += _write_status(
-                        session, binding, owned, templates.get(_template_uid(binding)), now
-                    )
+                template = templates.get(_template_uid(binding))
+                outcome = isolation.isolated(
+                    session, functools.partial(_aggregate_one, session, binding, owned, template, now)
+                )
+                if isinstance(outcome, isolation.Failed):
+                    self._failed(session, binding_id, binding, outcome)
+                else:
+                    written += outcome
+                    self.retries.succeeded([binding_id])
         return written
+
+    def _failed(
+        self, session: Session, binding_id: int, binding: Mapping[str, Any], failed: isolation.Failed
+    ) -> None:
+        now = self.clock.now()
+        self.retries.failed(binding_id, now)
+        meta = binding.get("metadata") or {}
+        involved = InvolvedObject(
+            str(binding.get("kind") or ""),
+            str(meta.get("name") or ""),
+            str(meta.get("namespace") or ""),
+            str(meta.get("uid") or ""),
+        )
+        isolation.record_failure(
+            session, involved, failed, reason="AggregateStatusFailed", source=self.name, now=now
+        )
+
+
+def _aggregate_one(
+    session: Session,
+    binding: Mapping[str, Any],
+    works: Sequence[Mapping[str, Any]],
+    template: Mapping[str, Any] | None,
+    now: datetime,
+) -> int:
+    if not needs_status(binding, works):
+        return 0
+    return _write_status(session, binding, works, template, now)
 
 
 def _write_status(

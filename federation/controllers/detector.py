@@ -7,25 +7,31 @@ Level-triggered over queues, never over all rows:
 2. Queued templates: choose the policy (`detection.choose_policy`), then create, update or leave the
    binding; a template no policy matches keeps any binding it had (Karmada does not unpropagate when a
    policy goes away) but loses its claim labels.
-Each claimed batch is one transaction; a failure leaves the rows queued for the next tick.
+Each claimed batch is one transaction; every item in it runs in its own savepoint (``isolation``): a
+template or policy that fails (a malformed body stored before admission refused it, a bug) is rolled
+back alone, gets a Warning event saying why, and is retried with exponential back-off; the rest of the
+batch is committed.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
+from federation.controllers import isolation
 from federation.controllers.runtime import Clock, Outcome
 from federation.model import propagation as detection
 from federation.model.policy import PropagationSpec
 from federation.store import claims
 from federation.store.bindings import BindingRepository
 from federation.store.db import UnitOfWork
+from federation.store.events import InvolvedObject
 from federation.store.repository import ObjectRepository, manifests_by_id
 from federation.store.tables import (
     ClusterPropagationPolicyRow,
@@ -34,7 +40,6 @@ from federation.store.tables import (
     ResourceTemplateRow,
     table_of,
 )
-from federation.store.templates import templates_by_id
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +57,7 @@ class Detector:
     interval_seconds: float = 1.0
     batch_size: int = 100
     claim_seconds: float = 60.0
+    backoff: claims.Backoff = field(default_factory=claims.Backoff)
     name: str = "detector"
     watches: frozenset[str] = frozenset({*POLICY_KINDS, TEMPLATE_KIND})
 
@@ -74,11 +80,42 @@ class Detector:
                 claimed = claims.claim(
                     session, table, self.identity, self.batch_size, self.clock.now(), self.claim_seconds
                 )
-                for policy in manifests_by_id(session, table, [c.id for c in claimed]).values():
-                    queue_templates_for_policy(session, policy)
-                claims.release(session, table, claimed, self.identity, done=True)
-                expanded += len(claimed)
+                policies = manifests_by_id(session, table, [c.id for c in claimed])
+                failed = self._each(session, table, claimed, policies, queue_templates_for_policy)
+                done = [c for c in claimed if c.id not in failed]
+                claims.release(session, table, done, self.identity, done=True)
+                expanded += len(done)
         return expanded
+
+    def _each(
+        self,
+        session: Session,
+        table: claims.Claimable,
+        claimed: Sequence[claims.Claim],
+        manifests: Mapping[int, dict[str, Any]],
+        work: Callable[[Session, dict[str, Any]], object],
+    ) -> set[int]:
+        """Run ``work`` on each claimed item in its own savepoint; the ids that failed, backed off."""
+        failed: set[int] = set()
+        for item in claimed:
+            manifest = manifests.get(item.id)
+            if manifest is None:
+                continue
+            outcome = isolation.isolated(session, functools.partial(work, session, manifest))
+            if isinstance(outcome, isolation.Failed):
+                self._failed(session, table, item, outcome)
+                failed.add(item.id)
+        return failed
+
+    def _failed(
+        self, session: Session, table: claims.Claimable, item: claims.Claim, outcome: isolation.Failed
+    ) -> None:
+        now = self.clock.now()
+        claims.fail(session, table, item, self.identity, now, self.backoff)
+        involved = InvolvedObject(item.kind, item.name, item.namespace, item.uid)
+        isolation.record_failure(
+            session, involved, outcome, reason="DetectionFailed", source=self.name, now=now
+        )
 
     # -- templates ----------------------------------------------------------------------------------
 
@@ -96,15 +133,20 @@ class Detector:
                 return 0, 0
             policies = _all(session, "PropagationPolicy")
             cluster_policies = _all(session, "ClusterPropagationPolicy")
-            templates = templates_by_id(session, [c.id for c in claimed])
+            templates = manifests_by_id(session, ResourceTemplateRow, [c.id for c in claimed])
             # One read of the bindings for the whole batch, not one per template.
-            existing = BindingRepository(session).for_templates([t["metadata"]["uid"] for t in templates])
-            written = sum(
-                self._detect_one(session, t, existing.get(t["metadata"]["uid"]), policies, cluster_policies)
-                for t in templates
-            )
-            claims.release(session, ResourceTemplateRow, claimed, self.identity, done=True)
-        return len(claimed), written
+            uids = [t["metadata"]["uid"] for t in templates.values()]
+            existing = BindingRepository(session).for_templates(uids)
+            writes: list[int] = []
+
+            def detect(session: Session, template: dict[str, Any]) -> None:
+                found = existing.get(template["metadata"]["uid"])
+                writes.append(self._detect_one(session, template, found, policies, cluster_policies))
+
+            failed = self._each(session, ResourceTemplateRow, claimed, templates, detect)
+            done = [c for c in claimed if c.id not in failed]
+            claims.release(session, ResourceTemplateRow, done, self.identity, done=True)
+        return len(claimed), sum(writes)
 
     def _detect_one(
         self,
@@ -146,11 +188,7 @@ def queue_templates_for_policy(session: Session, policy: Mapping[str, Any]) -> N
     condition = or_(templates.c.uid.in_(claimed), *selected)
     if namespace is not None:
         condition = or_(templates.c.uid.in_(claimed), (templates.c.namespace == namespace) & or_(*selected))
-    session.execute(
-        update(templates)
-        .where(condition)
-        .values(needs_detection=True, dirty_seq=templates.c.dirty_seq + 1, next_attempt_at=None)
-    )
+    session.execute(update(templates).where(condition).values(claims.queue_values(ResourceTemplateRow)))
 
 
 def _all(session: Session, kind: str) -> list[dict[str, Any]]:

@@ -14,12 +14,16 @@ placement, or orphaned because its binding was deleted) gets `metadata.deletionT
 for sync. Work sync (push) or the cluster's agent (pull) deletes the member objects and then the Work
 row, so no member object outlives its Work unseen. Hand-made Works (no binding annotations) are left alone.
 
-Each batch of bindings is one transaction; a failure leaves the feeds' watermarks in place so the
-next pass sees the same bindings again.
+Each batch of bindings is one transaction, and each binding's writes run in a savepoint of it
+(``isolation``): a binding whose Works cannot be rendered or written is rolled back alone, says why in a
+Warning event, and is retried with back-off (``RetryBook``) or as soon as it or its template is written
+again; the others are committed and the feeds move on. A failure outside the per-binding part (the
+database) leaves the watermarks in place so the next pass sees the same bindings again.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,14 +31,15 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from federation.controllers import rendering
+from federation.controllers import isolation, rendering
 from federation.controllers.change_feed import ChangeFeed
 from federation.controllers.detector import TEMPLATE_KIND
+from federation.controllers.isolation import RetryBook
 from federation.controllers.runtime import Clock, Outcome
 from federation.store.bindings import BindingRepository
 from federation.store.db import UnitOfWork
 from federation.store.errors import Conflict
-from federation.store.events import EventRepository, InvolvedObject
+from federation.store.events import InvolvedObject
 from federation.store.manifest import format_timestamp
 from federation.store.templates import templates_by_uid
 from federation.store.works import WorkRepository
@@ -56,6 +61,7 @@ class ExecutionController:
     watches: frozenset[str] = frozenset({*BINDING_KINDS, TEMPLATE_KIND})
     bindings_feed: ChangeFeed = field(default_factory=ChangeFeed)
     templates_feed: ChangeFeed = field(default_factory=ChangeFeed)
+    retries: RetryBook = field(default_factory=RetryBook)
     # Bindings waiting for a Directly-purged Work to disappear (a deletion leaves no row to watch).
     _blocked: set[int] = field(default_factory=set)
 
@@ -84,7 +90,7 @@ class ExecutionController:
             by_template = bindings.changed_templates_since(self.templates_feed.since(now))
         self.bindings_feed.saw(at for _, at in changed)
         self.templates_feed.saw(at for _, at in by_template)
-        return sorted({i for i, _ in changed} | {i for i, _ in by_template} | self._blocked)
+        return sorted(self.retries.select([*changed, *by_template], now) | self._blocked)
 
     # -- rendering -------------------------------------------------------------------------------------
 
@@ -96,7 +102,7 @@ class ExecutionController:
             works = WorkRepository(session)
             owned = works.for_binding_ids(list(bindings))
             rendered = {
-                i: self._render(session, b, templates.get(_template_uid(b))) for i, b in bindings.items()
+                i: self._render(session, i, b, templates.get(_template_uid(b))) for i, b in bindings.items()
             }
             wanted = [_key_of(w) for ws in rendered.values() for w in ws or ()]
             at_keys = works.by_keys([(k.namespace, k.name) for k in wanted])
@@ -108,12 +114,23 @@ class ExecutionController:
                 existing = _union(
                     owned.get(binding_id, []), [w for w in at_keys if _key_of(w) in _keys(desired)]
                 )
-                written += self._write(session, binding_id, binding, desired, existing)
+                write = functools.partial(self._write, session, binding_id, binding, desired, existing)
+                outcome = isolation.isolated(session, write)
+                if isinstance(outcome, isolation.Failed):
+                    self._failed(session, binding_id, binding, outcome)
+                else:
+                    written += outcome
+                    self.retries.succeeded([binding_id])
         self._blocked.difference_update(set(ids) - set(bindings))
+        self.retries.succeeded(set(ids) - set(bindings))
         return written
 
     def _render(
-        self, session: Session, binding: Mapping[str, Any], template: Mapping[str, Any] | None
+        self,
+        session: Session,
+        binding_id: int,
+        binding: Mapping[str, Any],
+        template: Mapping[str, Any] | None,
     ) -> list[dict[str, Any]] | None:
         """The desired Works, or None to leave the binding's Works untouched this pass."""
         if template is None:
@@ -121,9 +138,8 @@ class ExecutionController:
             return None
         try:
             return rendering.render_works(binding, template)
-        except (KeyError, TypeError, ValueError) as exc:
-            log.warning("cannot render Works of %s: %s", _describe(binding), exc)
-            self._event(session, binding, f"Failed to render Works: {exc}")
+        except Exception as exc:  # a malformed template or binding: this binding waits, the others go on
+            self._failed(session, binding_id, binding, isolation.Failed(exc))
             return None
 
     def _write(
@@ -156,7 +172,12 @@ class ExecutionController:
                 )
         return len(keys)
 
-    def _event(self, session: Session, binding: Mapping[str, Any], message: str) -> None:
+    def _failed(
+        self, session: Session, binding_id: int, binding: Mapping[str, Any], failed: isolation.Failed
+    ) -> None:
+        """Back the binding off and say why on it (Karmada's reason for a binding without its Works)."""
+        now = self.clock.now()
+        self.retries.failed(binding_id, now)
         meta = binding.get("metadata") or {}
         involved = InvolvedObject(
             kind=str(binding.get("kind") or ""),
@@ -164,9 +185,8 @@ class ExecutionController:
             namespace=str(meta.get("namespace") or ""),
             uid=str(meta.get("uid") or ""),
         )
-        events = EventRepository(session)
-        events.record(
-            involved, "Warning", "SyncWorkFailed", message, now=self.clock.now(), source=EVENT_SOURCE
+        isolation.record_failure(
+            session, involved, failed, reason="SyncWorkFailed", source=EVENT_SOURCE, now=now
         )
 
 

@@ -17,6 +17,8 @@ Invariants:
   SchedulerError are retried after ``initial * 2^(n-1)`` seconds (n = consecutive failed decisions,
   capped at the maximum). A write that lost a race (the binding's generation moved, or a concurrent
   writer) is retried at the next tick: a decision is only written for the generation it was made for.
+- Any other failure of one binding (a malformed binding the engine or planner cannot read) releases
+  that binding's claim with back-off (``claims.fail``) and a Warning event; the batch goes on.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from federation.controllers import isolation
 from federation.controllers.runtime import Clock, Outcome
 from federation.model.workloadpolicy import WorkloadPolicy
 from federation.scheduling import engine, planner, snapshot
@@ -127,9 +130,26 @@ class Scheduler:
         written = 0
         for item in claimed:
             binding = bindings.get(item.id)
-            if binding is not None:
+            if binding is None:
+                continue
+            try:
                 written += self._handle(item, binding, state)
+            except isolation.OUTAGE:
+                raise
+            except Exception as exc:  # one binding's failure must not leave the rest of the batch claimed
+                self._failed(item, isolation.Failed(exc))
         return len(claimed), written
+
+    def _failed(self, item: claims.Claim, failed: isolation.Failed) -> None:
+        """Back the binding off (its claim columns) and say why on it."""
+        now = self.clock.now()
+        backoff = claims.Backoff(self.backoff_initial_seconds, self.backoff_max_seconds)
+        with self.uow() as session:
+            claims.fail(session, ResourceBindingRow, item, self.identity, now, backoff)
+            involved = InvolvedObject(item.kind, item.name, item.namespace, item.uid)
+            isolation.record_failure(
+                session, involved, failed, reason="ScheduleBindingFailed", source=EVENT_SOURCE, now=now
+            )
 
     def _handle(self, item: claims.Claim, binding: Manifest, state: CycleState) -> int:
         if planner.scheduling_suspended(binding):

@@ -34,7 +34,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from federation.controllers import conditions, rendering
+from federation.controllers import conditions, isolation, rendering
 from federation.controllers.members_access import MemberAccess
 from federation.controllers.runtime import Clock, Outcome
 from federation.members.client import MemberClient
@@ -47,6 +47,7 @@ from federation.store.claims import Claim
 from federation.store.db import UnitOfWork
 from federation.store.derive import parse_timestamp
 from federation.store.errors import Conflict
+from federation.store.events import InvolvedObject
 from federation.store.tables import ClusterRow, WorkRow
 from federation.store.works import WorkRepository, claim_for_push
 
@@ -132,7 +133,14 @@ class WorkSync:
                 session, self.identity, self.batch_size, self.clock.now(), self.claim_seconds
             )
             works = WorkRepository(session).by_ids([c.id for c in claimed])
-            tasks = [_task(c, works[c.id]) for c in claimed if c.id in works]
+            tasks = []
+            for item in claimed:
+                if item.id not in works:
+                    continue
+                try:
+                    tasks.append(_task(item, works[item.id]))
+                except Exception as exc:  # a malformed Work waits alone; the batch goes on
+                    self._failed(session, item, isolation.Failed(exc))
             gone = {t.cluster for t in tasks} - _existing_clusters(session, {t.cluster for t in tasks})
         return tasks, gone
 
@@ -195,7 +203,19 @@ class WorkSync:
                 log.info("work %s/%s changed while syncing; syncing again", claim.namespace, claim.name)
                 with self.uow() as session:
                     claims.release(session, WorkRow, [claim], self.identity, done=False, retry_at=now)
+            except isolation.OUTAGE:
+                raise
+            except Exception as exc:  # recording one outcome failed: back it off, record the others
+                with self.uow() as session:
+                    self._failed(session, claim, isolation.Failed(exc))
         return len(results)
+
+    def _failed(self, session: Session, item: Claim, failed: isolation.Failed) -> None:
+        now = self.clock.now()
+        backoff = claims.Backoff(self.backoff_initial_seconds, self.backoff_max_seconds)
+        claims.fail(session, WorkRow, item, self.identity, now, backoff)
+        involved = InvolvedObject(item.kind, item.name, item.namespace, item.uid)
+        isolation.record_failure(session, involved, failed, reason="SyncFailed", source=self.name, now=now)
 
     def _record_one(
         self, session: Session, work: dict[str, Any], result: SyncResult, now: datetime

@@ -10,6 +10,14 @@ Invariants:
 - Claim columns are bookkeeping: these statements never bump ``resource_version``.
 - ``release(done=True)`` clears the dirty flag only if ``dirty_seq`` is unchanged since the claim, so a
   change made while the worker ran is not lost; the claim itself is always released.
+- Queueing a row is always the same three assignments, written as SQL expressions (``queue_values``):
+  flag := TRUE, ``dirty_seq := dirty_seq + 1``, back-off cancelled. Never a Python ``True`` on a loaded
+  ORM row: the ORM leaves an attribute out of its UPDATE when the value it *loaded* was already True,
+  so a worker's clear that committed in between would win and the change would be lost (the flag
+  False while ``dirty_seq`` moved). An expression is always written.
+- A worker that fails on one row releases it with ``fail``: ``failures`` counts consecutive failures and
+  sets an exponential back-off; any success (``release(done=True)``) resets it, and a new change
+  (``queue_values``) cancels the back-off so an edit is looked at at once.
 """
 
 from __future__ import annotations
@@ -19,10 +27,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, Table, bindparam, or_, select, update
+from sqlalchemy import ColumnElement, Table, bindparam, or_, select, true, update
 from sqlalchemy.orm import Session
 
 from federation.store.tables import (
+    ClaimMixin,
     ClusterPropagationPolicyRow,
     ClusterRow,
     PropagationPolicyRow,
@@ -52,6 +61,13 @@ class Claim:
     namespace: str
     name: str
     dirty_seq: int
+    failures: int = 0
+
+
+def queue_values(table: type[ClaimMixin]) -> dict[str, Any]:
+    """The column values that queue a row for its controller, as SQL expressions (see the invariants)."""
+    t = table_of(table)
+    return {table.dirty_flag: true(), "dirty_seq": t.c.dirty_seq + 1, "next_attempt_at": None}
 
 
 def claim(
@@ -85,7 +101,7 @@ def claim(
         update(t)
         .where(t.c.id.in_(candidates.scalar_subquery()))
         .values(claimed_by=owner, claimed_until=now + timedelta(seconds=lease_seconds))
-        .returning(t.c.id, t.c.uid, t.c.kind, t.c.namespace, t.c.name, t.c.dirty_seq)
+        .returning(t.c.id, t.c.uid, t.c.kind, t.c.namespace, t.c.name, t.c.dirty_seq, t.c.failures)
     )
     rows = session.execute(statement).all()
     # RETURNING order is unspecified; restore the claim order.
@@ -112,7 +128,39 @@ def release(
         .where(t.c.id.in_([c.id for c in claims]), t.c.claimed_by == owner)
         .values(claimed_by=None, claimed_until=None, next_attempt_at=None if done else retry_at)
     )
+    if done:
+        statement = statement.values(failures=0)
     session.execute(statement)
+
+
+def fail(
+    session: Session, table: Claimable, item: Claim, owner: str, now: datetime, backoff: Backoff
+) -> datetime:
+    """Give back a claim whose item failed: count the failure and retry after an exponential back-off.
+
+    Returns the time of the next attempt. The dirty flag stays set, so the row is retried.
+    """
+    retry_at = now + timedelta(seconds=backoff.delay(item.failures + 1))
+    t = table_of(table)
+    statement = (
+        update(t)
+        .where(t.c.id == item.id, t.c.claimed_by == owner)
+        .values(claimed_by=None, claimed_until=None, next_attempt_at=retry_at, failures=t.c.failures + 1)
+    )
+    session.execute(statement)
+    return retry_at
+
+
+@dataclass(frozen=True, slots=True)
+class Backoff:
+    """``initial * 2^(n-1)`` seconds after the n-th consecutive failure, capped at ``maximum``."""
+
+    initial: float = 1.0
+    maximum: float = 300.0
+
+    def delay(self, failures: int) -> float:
+        exponent = min(max(failures - 1, 0), 32)
+        return float(min(self.maximum, self.initial * 2**exponent))
 
 
 def _clear_dirty(session: Session, t: Table, flag: str, claims: Sequence[Claim], owner: str) -> None:
@@ -134,9 +182,4 @@ def mark_dirty(session: Session, table: Claimable, ids: Sequence[int]) -> None:
     if not ids:
         return
     t = table_of(table)
-    statement = (
-        update(t)
-        .where(t.c.id.in_(list(ids)))
-        .values({table.dirty_flag: True, "dirty_seq": t.c.dirty_seq + 1, "next_attempt_at": None})
-    )
-    session.execute(statement)
+    session.execute(update(t).where(t.c.id.in_(list(ids))).values(queue_values(table)))

@@ -18,7 +18,7 @@ from __future__ import annotations
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
-from federation.store import derive
+from federation.store import claims, derive
 from federation.store.tables import (
     BindingTargetClusterRow,
     ClusterPropagationPolicyRow,
@@ -54,7 +54,7 @@ def _queue_claimed_templates(session: Session, key: str) -> None:
     session.execute(
         update(templates)
         .where(templates.c.uid.in_(claimed.scalar_subquery()))
-        .values(needs_detection=True, dirty_seq=templates.c.dirty_seq + 1, next_attempt_at=None)
+        .values(claims.queue_values(ResourceTemplateRow))
     )
 
 
@@ -66,5 +66,5 @@ def _queue_bindings_on_cluster(session: Session, cluster_name: str) -> None:
     session.execute(
         update(bindings)
         .where(bindings.c.id.in_(targeting.scalar_subquery()))
-        .values(needs_scheduling=True, dirty_seq=bindings.c.dirty_seq + 1, next_attempt_at=None)
+        .values(claims.queue_values(ResourceBindingRow))
     )

@@ -21,6 +21,7 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
+from federation.store import claims
 from federation.store.manifest import condition_status
 from federation.store.tables import (
     EXECUTION_SPACE_PREFIX,
@@ -76,11 +77,18 @@ def refresh(
 
 
 def mark_dirty(row: ClaimMixin, *, created: bool) -> None:
-    """Queue the row for its controller; a new input also cancels any retry back-off."""
-    setattr(row, row.dirty_flag, True)
-    # Incremented in SQL, not from the loaded value: a Core UPDATE (claims.mark_dirty) may have moved it.
-    row.dirty_seq = 1 if created else type(row).dirty_seq + 1
-    row.next_attempt_at = None
+    """Queue the row for its controller; a new input also cancels any retry back-off.
+
+    On an existing row every value is a SQL expression (``claims.queue_values``): the ORM writes an
+    expression even when the loaded value looks the same, so a worker's concurrent clear cannot win.
+    """
+    if created:
+        setattr(row, row.dirty_flag, True)
+        row.dirty_seq = 1
+        row.next_attempt_at = None
+        return
+    for column, value in claims.queue_values(type(row)).items():
+        setattr(row, column, value)
 
 
 def queue_bindings_in_namespace(session: Session, namespace: str) -> None:
@@ -89,7 +97,7 @@ def queue_bindings_in_namespace(session: Session, namespace: str) -> None:
     session.execute(
         update(bindings)
         .where(bindings.c.namespace == namespace, bindings.c.kind == "ResourceBinding")
-        .values(needs_scheduling=True, dirty_seq=bindings.c.dirty_seq + 1, next_attempt_at=None)
+        .values(claims.queue_values(ResourceBindingRow))
     )
 
 

@@ -118,12 +118,12 @@ class WorkRepository:
     def mark_ids_need_sync(self, ids: Sequence[int]) -> None:
         """Queue these Works for sync (one statement); unknown ids are ignored."""
         if ids:
-            values = {"needs_sync": True, "dirty_seq": WorkRow.dirty_seq + 1, "next_attempt_at": None}
-            self._update([WorkRow.id.in_(list(ids))], values)
+            self._update([WorkRow.id.in_(list(ids))], claims.queue_values(WorkRow))
 
     def mark_needs_sync(self, namespace: str, name: str) -> None:
-        values = {"needs_sync": True, "dirty_seq": WorkRow.dirty_seq + 1, "next_attempt_at": None}
-        if not self._update([WorkRow.namespace == namespace, WorkRow.name == name], values):
+        if not self._update(
+            [WorkRow.namespace == namespace, WorkRow.name == name], claims.queue_values(WorkRow)
+        ):
             raise NotFound(KIND, namespace, name)
 
     def _update(self, conditions: list[ColumnElement[bool]], values: dict[str, Any]) -> bool:

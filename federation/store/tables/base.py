@@ -73,7 +73,8 @@ class ClaimMixin:
     """Work-queue columns: a dirty flag (named by ``dirty_flag``), a claim lease, and a retry time.
 
     ``dirty_seq`` counts how often the row was marked dirty; a worker that finishes clears the flag only
-    if the count is still the one it claimed, so a change made while it worked is not lost.
+    if the count is still the one it claimed, so a change made while it worked is not lost. ``failures``
+    counts consecutive failed attempts (see ``claims.fail``).
     """
 
     dirty_flag: ClassVar[str]
@@ -82,6 +83,8 @@ class ClaimMixin:
     claimed_until: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     next_attempt_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     dirty_seq: Mapped[int] = mapped_column(Integer, default=0)
+    # Consecutive failed attempts (reset by a success): the exponent of the retry back-off.
+    failures: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 def bool_column(*, index: bool = False, nullable: bool = False, default: bool | None = None) -> Mapped[Any]:
