@@ -84,7 +84,7 @@ class Observation:
 def observe(client: MemberClient) -> Observation:
     """Probe, then collect; a failed collection keeps the probe's verdict (and the previous fields)."""
     result = client.probe()
-    condition = observed_ready(result.online, result.healthy)
+    condition = observed_ready(result.online, result.healthy, result.error)
     if not result.ok:
         return Observation(condition)
     try:
@@ -95,12 +95,12 @@ def observe(client: MemberClient) -> Observation:
 
 def _from_outcome(outcome: MemberOutcome[Observation] | None) -> Observation:
     if outcome is None:
-        return Observation(observed_ready(False, False))
+        return Observation(observed_ready(False, False, "no answer within the probe deadline"))
     if outcome.value is not None:
         return outcome.value
     error = outcome.error
     if isinstance(error, MemberError) and error.kind in ("timeout", "unreachable"):
-        return Observation(observed_ready(False, False))
+        return Observation(observed_ready(False, False, error.reason))
     reason = error.reason if isinstance(error, MemberError) else str(error)
     return Observation(collection_failed(reason))
 

@@ -62,13 +62,18 @@ class CacheEntry:
     threshold_start: float
 
 
-def observed_ready(online: bool, healthy: bool) -> ReadyCondition:
-    """Karmada's ``generateReadyCondition`` for one probe."""
+def observed_ready(online: bool, healthy: bool, cause: str | None = None) -> ReadyCondition:
+    """Karmada's ``generateReadyCondition`` for one probe; ``cause`` (the probe's error) ends the message,
+    so an operator reads *why* (certificate, refused, timeout) in the Ready condition itself."""
     if not online:
-        return ReadyCondition("False", REASON_NOT_REACHABLE, MESSAGE_NOT_REACHABLE)
+        return ReadyCondition("False", REASON_NOT_REACHABLE, _with_cause(MESSAGE_NOT_REACHABLE, cause))
     if not healthy:
-        return ReadyCondition("False", REASON_NOT_READY, MESSAGE_NOT_READY)
+        return ReadyCondition("False", REASON_NOT_READY, _with_cause(MESSAGE_NOT_READY, cause))
     return ReadyCondition("True", REASON_READY, MESSAGE_READY)
+
+
+def _with_cause(message: str, cause: str | None) -> str:
+    return f"{message}: {cause}" if cause else message
 
 
 def collection_failed(reason: str) -> ReadyCondition:

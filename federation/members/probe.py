@@ -94,6 +94,22 @@ def _get(client: httpx.Client, path: str, started: float) -> ProbeResult:
 
 
 def _describe(exc: httpx.HTTPError) -> str:
+    """The cause in the words an operator knows from kubectl (Go's), with Python's detail after it."""
     if isinstance(exc, httpx.TimeoutException):
-        return f"timed out ({type(exc).__name__})"
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        return f"timeout: no answer within the probe deadline ({type(exc).__name__})"
+    text = str(exc)
+    for marker, words in _CAUSES:
+        if marker in text:
+            return f"{words} ({text})"
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+# Python's ssl/socket wording → Go's (what `kubectl` prints for the same fault).
+_CAUSES = (
+    ("certificate has expired", "x509: certificate has expired or is not yet valid"),
+    ("Hostname mismatch", "x509: certificate is valid for other names"),
+    ("CERTIFICATE_VERIFY_FAILED", "x509: certificate signed by unknown authority"),
+    ("Connection refused", "connection refused"),
+    ("Name or service not known", "no such host"),
+    ("No route to host", "no route to host"),
+)

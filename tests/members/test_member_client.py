@@ -144,3 +144,31 @@ def test_bad_kubeconfig_is_a_kubeconfig_error() -> None:
     with pytest.raises(KubeconfigError) as exc:
         KubernetesMemberClient("m", {"clusters": [], "contexts": [], "users": []})
     assert exc.value.cluster == "m" and isinstance(exc.value, MemberError)
+
+
+@pytest.mark.parametrize(
+    ("fault", "cause"),
+    [
+        ("wrong-ca", "x509: certificate signed by unknown authority"),
+        ("stopped", "connection refused"),
+        ("slow", "timeout: no answer within the probe deadline"),
+    ],
+)
+def test_ready_condition_says_why_a_probe_failed(start_sim: Any, fault: str, cause: str) -> None:
+    """The Ready condition names the cause, not only "cluster is not reachable" (kubectl's wording)."""
+    from federation.controllers.cluster_status import observe
+
+    sim = start_sim(latency_ms=3000) if fault == "slow" else start_sim()
+    kubeconfig = sim.kubeconfig
+    if fault == "wrong-ca":
+        other = start_sim(name="member2")
+        cluster = kubeconfig["clusters"][0]["cluster"]
+        cluster["certificate-authority-data"] = other.kubeconfig["clusters"][0]["cluster"][
+            "certificate-authority-data"
+        ]
+    client = KubernetesMemberClient("member1", kubeconfig, timeout=0.5)
+    if fault == "stopped":
+        sim.stop()
+    condition = observe(client).condition
+    assert condition.status == "False" and condition.reason == "ClusterNotReachable"
+    assert condition.message.startswith(f"cluster is not reachable: {cause}"), condition.message
