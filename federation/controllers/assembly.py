@@ -13,10 +13,12 @@ from federation.controllers.cluster_status import ClusterStatusController
 from federation.controllers.detector import Detector
 from federation.controllers.execution import ExecutionController
 from federation.controllers.extender_http import build_extenders
+from federation.controllers.graceful_eviction import GracefulEvictionController
 from federation.controllers.isolation import RetryBook
 from federation.controllers.members_access import MemberAccess
 from federation.controllers.runtime import Clock, Reconciler
 from federation.controllers.scheduler import Scheduler
+from federation.controllers.taint_manager import TaintManager
 from federation.controllers.work_status import WorkStatusCollector
 from federation.controllers.work_sync import WorkSync
 from federation.scheduling.planner import engine_config
@@ -47,6 +49,10 @@ def build_reconcilers(deps: ControllerDeps) -> list[Reconciler]:
             batch_size=timing.batch_size,
             claim_seconds=timing.claim_lease_seconds,
             backoff=retry_backoff(deps.settings),
+            default_toleration_seconds=(
+                deps.settings.failover.default_not_ready_toleration_seconds,
+                deps.settings.failover.default_unreachable_toleration_seconds,
+            ),
         ),
         Scheduler(
             deps.uow,
@@ -61,7 +67,22 @@ def build_reconcilers(deps: ControllerDeps) -> list[Reconciler]:
             backoff_max_seconds=timing.retry_backoff_max_seconds,
         ),
         ClusterStatusController(deps.uow, deps.clock, deps.members, timing, deps.settings.members),
+        *failover_reconcilers(deps),
         *execution_reconcilers(deps),
+    ]
+
+
+def failover_reconcilers(deps: ControllerDeps) -> list[Reconciler]:
+    """Taints → evictions → graceful removal of the old copies."""
+    settings = deps.settings.failover
+    return [
+        TaintManager(deps.uow, deps.clock, settings),
+        GracefulEvictionController(
+            deps.uow,
+            deps.clock,
+            timeout_seconds=deps.settings.controllers.graceful_eviction_timeout_seconds,
+            interval_seconds=settings.interval_seconds,
+        ),
     ]
 
 

@@ -26,6 +26,7 @@ from sqlalchemy.orm import Session
 
 from federation.controllers import isolation
 from federation.controllers.runtime import Clock, Outcome
+from federation.model import failover
 from federation.model import propagation as detection
 from federation.model.policy import PropagationSpec
 from federation.store import claims
@@ -58,6 +59,9 @@ class Detector:
     batch_size: int = 100
     claim_seconds: float = 60.0
     backoff: claims.Backoff = field(default_factory=claims.Backoff)
+    # (not-ready, unreachable) seconds: the NoExecute tolerations Karmada's webhook gives every placement
+    # that has none of its own for those taints (failover settings); None adds nothing.
+    default_toleration_seconds: tuple[int, int] | None = None
     name: str = "detector"
     watches: frozenset[str] = frozenset({*POLICY_KINDS, TEMPLATE_KIND})
 
@@ -162,6 +166,8 @@ class Detector:
         if policy is None:
             return _unclaim(bindings, existing)
         desired = detection.desired_binding(template, policy, existing)
+        if self.default_toleration_seconds is not None:
+            _add_default_tolerations(desired, *self.default_toleration_seconds)
         if existing is None:
             return _create(bindings, desired)
         if not detection.binding_changed(existing, desired):
@@ -189,6 +195,14 @@ def queue_templates_for_policy(session: Session, policy: Mapping[str, Any]) -> N
     if namespace is not None:
         condition = or_(templates.c.uid.in_(claimed), (templates.c.namespace == namespace) & or_(*selected))
     session.execute(update(templates).where(condition).values(claims.queue_values(ResourceTemplateRow)))
+
+
+def _add_default_tolerations(binding: dict[str, Any], not_ready: int, unreachable: int) -> None:
+    placement = binding.get("spec", {}).get("placement")
+    if not isinstance(placement, dict):
+        return
+    tolerations = placement.get("clusterTolerations") or []
+    placement["clusterTolerations"] = failover.with_default_tolerations(tolerations, not_ready, unreachable)
 
 
 def _all(session: Session, kind: str) -> list[dict[str, Any]]:

@@ -23,6 +23,7 @@ Invariants:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -191,16 +192,19 @@ class Scheduler:
         now = self.clock.now()
         try:
             with self.uow() as session:
-                if not self._store(session, loaded, render, result, now):
+                own_bumps = self._store(session, loaded, render, result, now)
+                if own_bumps is None:
                     claims.release(
                         session, ResourceBindingRow, [item], self.identity, done=False, retry_at=now
                     )
                     return 0
                 retry_at = self._retry_at(session, loaded, result, now)
+                # Our own spec write queued the binding once more; only a change by someone else may.
+                seen = dataclasses.replace(item, dirty_seq=item.dirty_seq + own_bumps)
                 claims.release(
                     session,
                     ResourceBindingRow,
-                    [item],
+                    [seen],
                     self.identity,
                     done=retry_at is None,
                     retry_at=retry_at,
@@ -218,7 +222,9 @@ class Scheduler:
         render: Callable[[Manifest], Manifest],
         result: ScheduleResult | None,
         now: datetime,
-    ) -> bool:
+    ) -> int | None:
+        """Write the decision; None when it was made for an older generation, else how many times the
+        write itself queued the binding (1 when ``spec`` changed: see ``derive``)."""
         meta = loaded["metadata"]
         namespace, name = meta.get("namespace") or "", meta["name"]
         repo = BindingRepository(session, clock=self.clock.now).objects(namespace)
@@ -226,8 +232,9 @@ class Scheduler:
         if current is None:
             raise NotFound(loaded["kind"], namespace, name)
         if current["metadata"].get("generation") != meta.get("generation"):
-            return False  # decided for an older spec; the newer one is queued already
+            return None  # decided for an older spec; the newer one is queued already
         written = render(current)
+        own_bumps = int(current.get("spec") != written.get("spec"))
         if _spec_or_annotations_differ(current, written):
             stored = repo.replace(written)
             written["metadata"]["generation"] = stored["metadata"]["generation"]
@@ -236,7 +243,7 @@ class Scheduler:
         repo.update_status(namespace, name, written.get("status"))
         if result is not None:
             _record(session, written, result, now)
-        return True
+        return own_bumps
 
     def _retry_at(
         self, session: Session, binding: Manifest, result: ScheduleResult | None, now: datetime

@@ -52,9 +52,6 @@ PP_NAME_LABEL = "propagationpolicy.karmada.io/name"
 PP_NAMESPACE_LABEL = "propagationpolicy.karmada.io/namespace"
 CPP_NAME_LABEL = "clusterpropagationpolicy.karmada.io/name"
 
-# Spec fields written by controllers as a *result*; changing them alone does not ask for rescheduling.
-_SCHEDULER_OUTPUT_FIELDS = frozenset({"clusters", "gracefulEvictionTasks"})
-
 
 def refresh(
     session: Session, row: ObjectMixin, *, old_spec: Any, created: bool, content_changed: bool = True
@@ -155,7 +152,10 @@ def _binding(row: ResourceBindingRow, old_spec: Any, created: bool) -> None:
         _sync_targets(row, spec.get("clusters") or [])
     if created or old.get("gracefulEvictionTasks") != spec.get("gracefulEvictionTasks"):
         _sync_eviction_tasks(row, spec.get("gracefulEvictionTasks") or [])
-    if created or _without(old, _SCHEDULER_OUTPUT_FIELDS) != _without(spec, _SCHEDULER_OUTPUT_FIELDS):
+    if created or old != spec:
+        # Any spec change queues the scheduler, ``spec.clusters`` and ``gracefulEvictionTasks`` included:
+        # an eviction (or a user's hand edit) leaves replicas to place and clusters to avoid. The
+        # scheduler's own write of ``spec.clusters`` queues it once more; that pass finds no trigger.
         mark_dirty(row, created=created)
 
 
@@ -169,10 +169,6 @@ def cluster_sensitive(spec: Mapping[str, Any], status: Any) -> bool:
     if strategy is None or strategy.get("replicaSchedulingType") == "Duplicated":
         return True
     return int(spec.get("replicas") or 0) <= 0 and spec.get("replicaRequirements") is None
-
-
-def _without(spec: Mapping[str, Any], fields: frozenset[str]) -> dict[str, Any]:
-    return {k: v for k, v in spec.items() if k not in fields}
 
 
 def _sync_targets(row: ResourceBindingRow, clusters: list[Any]) -> None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from federation.store.tables import (
     ClusterPropagationPolicyRow,
     ClusterRow,
+    ClusterTaintPolicyRow,
     ObjectMixin,
     PropagationPolicyRow,
     ResourceBindingRow,
@@ -34,6 +35,7 @@ _TYPED: dict[tuple[str, str], type[ObjectMixin]] = {
     ("cluster.karmada.io", "Cluster"): ClusterRow,
     ("policy.karmada.io", "PropagationPolicy"): PropagationPolicyRow,
     ("policy.karmada.io", "ClusterPropagationPolicy"): ClusterPropagationPolicyRow,
+    ("policy.karmada.io", "ClusterTaintPolicy"): ClusterTaintPolicyRow,
     ("kosmos.io", "WorkloadPolicy"): WorkloadPolicyRow,
     ("apps.karmada.io", "WorkloadRebalancer"): WorkloadRebalancerRow,
     ("work.karmada.io", RESOURCE_BINDING): ResourceBindingRow,

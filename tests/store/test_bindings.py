@@ -74,7 +74,8 @@ def test_bindings_on_cluster_is_one_query(session: Session, engine: Engine) -> N
     ]
 
 
-def test_set_target_clusters_bumps_generation_but_does_not_requeue(session: Session) -> None:
+def test_set_target_clusters_bumps_generation_and_requeues(session: Session) -> None:
+    """A change of spec.clusters (an eviction, a user's edit) queues the scheduler: replicas may be short."""
     objects(session, *RB).create(make_binding())
     row = binding_row(session, "nginx-deployment")
     row.needs_scheduling = False  # as if the scheduler had finished
@@ -83,7 +84,8 @@ def test_set_target_clusters_bumps_generation_but_does_not_requeue(session: Sess
         "default", "nginx-deployment", [TargetCluster("m1", 3)]
     )
     assert placed["metadata"]["generation"] == 2
-    assert binding_row(session, "nginx-deployment").needs_scheduling is False
+    session.expire_all()
+    assert binding_row(session, "nginx-deployment").needs_scheduling is True
 
 
 def test_spec_change_requeues_and_counts(session: Session) -> None:

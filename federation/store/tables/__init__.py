@@ -9,6 +9,11 @@ from federation.store.tables.bindings import (
     GracefulEvictionTaskRow,
     ResourceBindingRow,
 )
+from federation.store.tables.failover import (
+    ClusterTaintPolicyRow,
+    FailoverHistoryRow,
+    WorkloadHealthRow,
+)
 from federation.store.tables.objects import (
     ClusterPropagationPolicyRow,
     ClusterRow,
@@ -17,7 +22,13 @@ from federation.store.tables.objects import (
     WorkloadPolicyRow,
     WorkloadRebalancerRow,
 )
-from federation.store.tables.records import ApiTokenRow, EventRow, LeaseRow, SchedulingDecisionRow
+from federation.store.tables.records import (
+    ApiTokenRow,
+    EventRow,
+    KeyFingerprintRow,
+    LeaseRow,
+    SchedulingDecisionRow,
+)
 from federation.store.tables.works import EXECUTION_SPACE_PREFIX, WorkRow
 
 metadata = Base.metadata
@@ -30,8 +41,11 @@ __all__ = [
     "ClaimMixin",
     "ClusterPropagationPolicyRow",
     "ClusterRow",
+    "ClusterTaintPolicyRow",
     "EventRow",
+    "FailoverHistoryRow",
     "GracefulEvictionTaskRow",
+    "KeyFingerprintRow",
     "LeaseRow",
     "ObjectMixin",
     "PropagationPolicyRow",
@@ -39,6 +53,7 @@ __all__ = [
     "ResourceTemplateRow",
     "SchedulingDecisionRow",
     "WorkRow",
+    "WorkloadHealthRow",
     "WorkloadPolicyRow",
     "WorkloadRebalancerRow",
     "metadata",

@@ -6,8 +6,9 @@ Invariants:
   ``spec.gracefulEvictionTasks`` exactly; the repository rewrites the rows in the same flush as the JSON,
   and the JSON stays the source the API returns. The rows exist so "which bindings are on cluster X"
   and "which tasks evict from X" are one indexed query.
-- ``needs_scheduling`` is set when the binding is created or its spec changes outside ``spec.clusters``
-  (the scheduler's own output), cleared by the scheduler when it finishes (see ``claims``).
+- ``needs_scheduling`` is set when the binding is created or its spec changes (``spec.clusters`` and
+  ``gracefulEvictionTasks`` included: an eviction leaves replicas to place), cleared by the scheduler
+  when it finishes (see ``claims``).
 - ``cluster_sensitive`` is derived from the body on every write (see ``derive``).
 """
 

@@ -1,0 +1,304 @@
+"""The taint manager (Karmada ``pkg/controllers/cluster/taint_manager.go``): evicts bindings from clusters
+whose NoExecute taints their placement does not tolerate, at once or when the toleration runs out.
+
+One pass:
+1. Read every cluster's taints and Ready (one query). No NoExecute taint anywhere: nothing to do.
+2. The bindings on tainted clusters, as (binding id, resourceVersion, cluster) from the indexed target rows
+   (one query). A binding is looked at again only when it was written since, its cluster's taints moved,
+   or its toleration runs out (``_due``); the rest cost nothing.
+3. Those bindings are loaded (one query) and judged (``failover.taint_verdict``, pure). Each eviction is
+   ``failover.evict_cluster`` written back in a savepoint of one transaction, with a history row and an
+   event; the binding is queued for the scheduler by the write itself (``derive``).
+
+Invariants:
+- ``failover.enabled: false`` evicts nothing.
+- Rate: ``eviction_rate_per_second`` (0 = unlimited) while at most ``unhealthy_cluster_threshold`` of
+  the clusters are unhealthy; above it ``secondary_eviction_rate_per_second`` (0 = paused): when most of
+  the fleet looks down at once, the federation's own network is the likelier culprit. Entering and
+  leaving that state is an event and a history row, not a log line per pass.
+- The placement read is the binding's ``spec.placement`` (its tolerations include the defaults the
+  detector adds), so what the scheduler placed by is what eviction judges by.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from federation.controllers import isolation
+from federation.controllers.ratelimit import TokenBucket
+from federation.controllers.runtime import Clock, Outcome
+from federation.model import failover
+from federation.model.placement import Taint, Toleration
+from federation.settings import FailoverSettings
+from federation.store.bindings import BindingRepository
+from federation.store.db import UnitOfWork
+from federation.store.events import EventRepository, InvolvedObject
+from federation.store.history import EVICTED, EVICTION_PAUSED, HistoryEntry, HistoryRepository
+from federation.store.repository import manifests_by_id
+from federation.store.tables import BindingTargetClusterRow, ClusterRow, ResourceBindingRow
+
+log = logging.getLogger(__name__)
+
+EVENT_SOURCE = "taint-manager"
+BINDING_KINDS = ("ResourceBinding", "ClusterResourceBinding")
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterView:
+    name: str
+    taints: tuple[Taint, ...]
+    ready: bool | None
+
+    @property
+    def no_execute(self) -> tuple[Taint, ...]:
+        return tuple(t for t in self.taints if t.effect == "NoExecute")
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    binding_id: int
+    resource_version: int
+    cluster: str
+
+
+@dataclass
+class TaintManager:
+    uow: UnitOfWork
+    clock: Clock
+    settings: FailoverSettings
+    name: str = "taint-manager"
+    watches: frozenset[str] = frozenset({"Cluster", *BINDING_KINDS})
+    interval_seconds: float = field(init=False)
+    limiter: TokenBucket = field(init=False)
+    # (binding id, cluster) → (resourceVersion, taints fingerprint, when to look again or None: never).
+    _judged: dict[tuple[int, str], tuple[int, str, datetime | None]] = field(default_factory=dict)
+    _disrupted: bool = False
+
+    def __post_init__(self) -> None:
+        self.interval_seconds = self.settings.interval_seconds
+        self.limiter = TokenBucket(self.settings.eviction_rate_per_second)
+
+    def reconcile(self) -> Outcome:
+        if not self.settings.enabled:
+            return Outcome()
+        now = self.clock.now()
+        clusters = self._clusters()
+        tainted = {c.name: c for c in clusters if c.no_execute}
+        if not tainted:
+            self._judged.clear()
+            return Outcome()
+        self._pace(clusters, now)
+        due = self._due(self._candidates(list(tainted)), tainted, now)
+        if not due:
+            return Outcome()
+        evicted = self._judge_and_evict(due, tainted, now)
+        return Outcome.of(evicted, *BINDING_KINDS)
+
+    # -- reads -------------------------------------------------------------------------------------------
+
+    def _clusters(self) -> list[ClusterView]:
+        with self.uow() as session:
+            rows = session.execute(select(ClusterRow.name, ClusterRow.taints, ClusterRow.ready)).all()
+        return [ClusterView(name, _taints(name, raw), ready) for name, raw, ready in rows]
+
+    def _candidates(self, clusters: Sequence[str]) -> list[Candidate]:
+        statement = (
+            select(
+                ResourceBindingRow.id,
+                ResourceBindingRow.resource_version,
+                BindingTargetClusterRow.cluster_name,
+            )
+            .join(ResourceBindingRow, BindingTargetClusterRow.binding_id == ResourceBindingRow.id)
+            .where(BindingTargetClusterRow.cluster_name.in_(list(clusters)))
+            .order_by(ResourceBindingRow.id)
+        )
+        with self.uow() as session:
+            return [Candidate(*row) for row in session.execute(statement)]
+
+    def _due(
+        self, candidates: Sequence[Candidate], tainted: Mapping[str, ClusterView], now: datetime
+    ) -> list[Candidate]:
+        """The candidates to judge now; forgets judgements of bindings no longer on a tainted cluster."""
+        current = {(c.binding_id, c.cluster) for c in candidates}
+        for key in [k for k in self._judged if k not in current]:
+            del self._judged[key]
+        due = []
+        for candidate in candidates:
+            memo = self._judged.get((candidate.binding_id, candidate.cluster))
+            if memo is None or memo[:2] != (
+                candidate.resource_version,
+                _fingerprint(tainted[candidate.cluster]),
+            ):
+                due.append(candidate)  # written since, or its cluster's taints moved
+            elif memo[2] is not None and memo[2] <= now:
+                due.append(candidate)  # its toleration ran out
+        return due
+
+    # -- judge and evict --------------------------------------------------------------------------------
+
+    def _judge_and_evict(
+        self, due: Sequence[Candidate], tainted: Mapping[str, ClusterView], now: datetime
+    ) -> int:
+        evicted = 0
+        with self.uow() as session:
+            bindings = manifests_by_id(session, ResourceBindingRow, sorted({c.binding_id for c in due}))
+            for candidate in due:
+                binding = bindings.get(candidate.binding_id)
+                if binding is None:
+                    continue
+                cluster = tainted[candidate.cluster]
+                verdict = failover.taint_verdict(cluster.no_execute, _tolerations(binding), now)
+                if not verdict.evict or not self.limiter.take(now):
+                    at = verdict.at if not verdict.evict else now  # rate-limited: again next pass
+                    key = (candidate.binding_id, candidate.cluster)
+                    self._judged[key] = (candidate.resource_version, _fingerprint(cluster), at)
+                    continue
+                work = functools.partial(_evict, session, binding, cluster.name, verdict, now)
+                outcome = isolation.isolated(session, work)
+                if isinstance(outcome, isolation.Failed):
+                    isolation.record_failure(
+                        session,
+                        _involved(binding),
+                        outcome,
+                        reason="EvictFailed",
+                        source=EVENT_SOURCE,
+                        now=now,
+                    )
+                else:
+                    evicted += outcome
+        return evicted
+
+    # -- pace: rate limit and disruption guard ----------------------------------------------------------
+
+    def _pace(self, clusters: Sequence[ClusterView], now: datetime) -> None:
+        unhealthy = sum(1 for c in clusters if c.ready is not True)
+        disrupted = bool(clusters) and unhealthy / len(clusters) > self.settings.unhealthy_cluster_threshold
+        rate = (
+            self.settings.secondary_eviction_rate_per_second
+            if disrupted
+            else self.settings.eviction_rate_per_second
+        )
+        self.limiter.set_rate(rate, paused=disrupted and rate == 0)
+        if disrupted != self._disrupted:
+            self._disrupted = disrupted
+            self._say_disrupted(disrupted, unhealthy, len(clusters), now)
+
+    def _say_disrupted(self, disrupted: bool, unhealthy: int, total: int, now: datetime) -> None:
+        secondary = self.settings.secondary_eviction_rate_per_second
+        pace = f"slowed to {secondary}/s" if secondary else "paused"
+        threshold = f"{self.settings.unhealthy_cluster_threshold:.0%}"
+        message = (
+            f"{unhealthy} of {total} clusters are unhealthy (over {threshold}): evictions {pace}"
+            if disrupted
+            else f"{unhealthy} of {total} clusters are unhealthy: evictions resume at the normal rate"
+        )
+        log.warning("taint manager: %s", message)
+        with self.uow() as session:
+            reason = "EvictionPaused" if disrupted else "EvictionResumed"
+            involved = InvolvedObject("Federation", "federation")
+            EventRepository(session).record(
+                involved, "Warning" if disrupted else "Normal", reason, message, now=now, source=EVENT_SOURCE
+            )
+            HistoryRepository(session).record(
+                [
+                    HistoryEntry(
+                        at=now,
+                        action=EVICTION_PAUSED if disrupted else reason,
+                        reason=reason,
+                        producer=failover.PRODUCER_TAINT_MANAGER,
+                        message=message,
+                    )
+                ]
+            )
+
+
+def _evict(
+    session: Session, loaded: dict[str, Any], cluster: str, verdict: failover.TaintVerdict, now: datetime
+) -> int:
+    """Evict one binding from ``cluster`` (re-read under this transaction); 1 if it was evicted."""
+    meta = loaded["metadata"]
+    namespace = meta.get("namespace") or ""
+    repo = BindingRepository(session).objects(namespace)
+    binding = repo.get(namespace, meta["name"])
+    if binding is None or cluster not in {c.get("name") for c in binding["spec"].get("clusters") or []}:
+        return 0
+    taint = str(verdict.taint) if verdict.taint is not None else "NoExecute"
+    message = f"Evicted from {cluster}: taint {taint} is not tolerated"
+    eviction = failover.Eviction(
+        cluster=cluster,
+        reason=failover.REASON_TAINT_UNTOLERATED,
+        producer=failover.PRODUCER_TAINT_MANAGER,
+        message=message,
+        purge_mode=_cluster_purge_mode(binding),
+        preserved_label_state=failover.preserved_label_state(binding, cluster, "cluster"),
+    )
+    binding["spec"] = failover.evict_cluster(binding["spec"], eviction, now)
+    repo.replace(binding)
+    entry = HistoryEntry.for_binding(
+        binding,
+        at=now,
+        action=EVICTED,
+        cluster=cluster,
+        reason=eviction.reason,
+        producer=eviction.producer,
+        message=message,
+    )
+    HistoryRepository(session).record([entry])
+    EventRepository(session).record(
+        _involved(binding),
+        "Warning",
+        "EvictWorkloadFromClusterSucceed",
+        message,
+        now=now,
+        source=EVENT_SOURCE,
+    )
+    log.info("taint manager: %s %s/%s: %s", binding["kind"], namespace, meta["name"], message)
+    return 1
+
+
+def _cluster_purge_mode(binding: Mapping[str, Any]) -> failover.PurgeMode:
+    behavior = ((binding.get("spec") or {}).get("failover") or {}).get("cluster") or {}
+    return failover.purge_mode(behavior.get("purgeMode"))
+
+
+def _tolerations(binding: Mapping[str, Any]) -> list[Toleration]:
+    placement = (binding.get("spec") or {}).get("placement") or {}
+    result = []
+    for raw in placement.get("clusterTolerations") or []:
+        try:
+            result.append(Toleration.model_validate(raw))
+        except ValueError:
+            continue  # admission refuses these; one bad entry must not stop the judgement
+    return result
+
+
+def _taints(cluster: str, raw: Any) -> tuple[Taint, ...]:
+    taints = []
+    for item in raw or []:
+        try:
+            taints.append(Taint.model_validate(item))
+        except ValueError:
+            log.warning("cluster %s has a malformed taint %r; ignored", cluster, item)
+    return tuple(taints)
+
+
+def _fingerprint(cluster: ClusterView) -> str:
+    return "|".join(sorted(f"{t}@{t.time_added}" for t in cluster.no_execute))
+
+
+def _involved(binding: Mapping[str, Any]) -> InvolvedObject:
+    meta = binding.get("metadata") or {}
+    return InvolvedObject(
+        str(binding.get("kind") or ""),
+        str(meta.get("name") or ""),
+        str(meta.get("namespace") or ""),
+        str(meta.get("uid") or ""),
+    )
