@@ -19,6 +19,7 @@ from federation.controllers.members_access import MemberAccess
 from federation.controllers.runtime import Clock, Reconciler
 from federation.controllers.scheduler import Scheduler
 from federation.controllers.taint_manager import TaintManager
+from federation.controllers.taint_policy import TaintPolicyController
 from federation.controllers.work_status import WorkStatusCollector
 from federation.controllers.work_sync import WorkSync
 from federation.scheduling.planner import engine_config
@@ -76,6 +77,10 @@ def failover_reconcilers(deps: ControllerDeps) -> list[Reconciler]:
     """Taints → evictions → graceful removal of the old copies."""
     settings = deps.settings.failover
     return [
+        # Woken by every Cluster write (status included); the interval is the safety net.
+        TaintPolicyController(
+            deps.uow, deps.clock, interval_seconds=deps.settings.controllers.status_interval_seconds
+        ),
         TaintManager(deps.uow, deps.clock, settings),
         GracefulEvictionController(
             deps.uow,

@@ -5,7 +5,9 @@ Revises: 0006
 Create Date: 2026-11-22 17:26:33.225259
 """
 
+import uuid
 from collections.abc import Sequence
+from datetime import UTC, datetime
 
 import sqlalchemy as sa
 from alembic import op
@@ -78,6 +80,41 @@ def upgrade() -> None:
         batch_op.create_index(batch_op.f('ix_workload_health_cluster_name'), ['cluster_name'], unique=False)
 
     # ### end Alembic commands ###
+    _ship_default_taint_policies()
+
+
+def _ship_default_taint_policies() -> None:
+    """Karmada's documented pair, created once per database (a user may edit or delete them; a later
+    start never brings them back): Ready=False → not-ready:NoExecute, Ready=Unknown →
+    unreachable:NoExecute, each removed on Ready=True. Written out here, not imported: a migration
+    must mean the same thing forever."""
+    now = datetime.now(UTC)
+    if op.get_bind().dialect.name == 'sqlite':
+        now = now.replace(tzinfo=None)  # the store keeps naive UTC on SQLite (federation.store.types)
+    table = sa.table(
+        'cluster_taint_policies',
+        *(sa.column(name) for name in ('uid', 'api_version', 'kind', 'namespace', 'name', 'resource_version',
+                                       'generation')),
+        *(sa.column(name, sa.DateTime(timezone=True)) for name in ('created_at', 'updated_at')),
+        *(sa.column(name, sa.JSON()) for name in ('labels', 'annotations', 'metadata_extra', 'spec', 'extra')),
+    )
+    rows = []
+    for name, key, status in (
+        ('federation-default-not-ready', 'cluster.karmada.io/not-ready', 'False'),
+        ('federation-default-unreachable', 'cluster.karmada.io/unreachable', 'Unknown'),
+    ):
+        spec = {
+            'addOnConditions': [{'conditionType': 'Ready', 'operator': 'In', 'statusValues': [status]}],
+            'removeOnConditions': [{'conditionType': 'Ready', 'operator': 'In', 'statusValues': ['True']}],
+            'taints': [{'key': key, 'effect': 'NoExecute'}],
+        }
+        rows.append({
+            'uid': str(uuid.uuid4()), 'api_version': 'policy.karmada.io/v1alpha1', 'kind': 'ClusterTaintPolicy',
+            'namespace': '', 'name': name, 'resource_version': 1, 'generation': 1,
+            'labels': {}, 'annotations': {}, 'metadata_extra': {}, 'spec': spec, 'extra': {},
+            'created_at': now, 'updated_at': now,
+        })
+    op.bulk_insert(table, rows)
 
 
 def downgrade() -> None:

@@ -1,0 +1,166 @@
+"""Failover end to end, the way an operator meets it: real simulators, the API server with every controller,
+short real thresholds (a few seconds), polled with deadlines.
+
+- A member's simulator is stopped: Ready=False, the default ClusterTaintPolicy taints it not-ready:NoExecute,
+  the 2 s default toleration runs out, the binding moves to the survivor, which runs every replica ready,
+  and the graceful-eviction task goes once the survivor is healthy.
+- A user taints one of two clusters a Duplicated workload runs on (spread 2..2 over four): a replacement is
+  chosen and the healthy one is kept.
+- Every member down at once: nothing is evicted.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from federation.members.sim import RunningSimulator, SimulatorConfig, run_simulator_in_thread
+from tests.conftest import RunningServer, start_server
+from tests.e2e.test_three_members import DEPLOYMENTS, FAST, POLICIES, join, policy, put, wait_members
+from tests.members.helpers import deployment, wait_for
+
+pytestmark = pytest.mark.slow
+
+BINDINGS = "/apis/work.karmada.io/v1alpha2/namespaces/default/resourcebindings"
+CLUSTERS = "/apis/cluster.karmada.io/v1alpha1/clusters"
+FAILOVER = {
+    "default_not_ready_toleration_seconds": 2,
+    "default_unreachable_toleration_seconds": 2,
+    "interval_seconds": 0.2,
+}
+DEADLINE = 45.0
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[RunningServer]:
+    running = start_server(
+        tmp_path, controllers={**FAST, "graceful_eviction_timeout_seconds": 60}, failover=FAILOVER
+    )
+    try:
+        yield running
+    finally:
+        running.process.stop()
+
+
+@pytest.fixture
+def members() -> Iterator[dict[str, RunningSimulator]]:
+    sims = {
+        name: run_simulator_in_thread(SimulatorConfig(name=name, nodes=2, node_cpu="4", ready_delay=0.2))
+        for name in ("member1", "member2", "member3", "member4")
+    }
+    try:
+        yield sims
+    finally:
+        for sim in sims.values():
+            if sim.thread.is_alive():
+                sim.stop()
+
+
+def binding(http: httpx.Client, name: str) -> dict[str, Any]:
+    return http.get(f"{BINDINGS}/{name}-deployment").json()
+
+
+def placement(http: httpx.Client, name: str) -> dict[str, int]:
+    return {c["name"]: c.get("replicas", 0) for c in binding(http, name)["spec"].get("clusters") or []}
+
+
+def tasks(http: httpx.Client, name: str) -> list[str]:
+    return [t["fromCluster"] for t in binding(http, name)["spec"].get("gracefulEvictionTasks") or []]
+
+
+def test_a_stopped_member_fails_over_to_the_survivor(
+    server: RunningServer, members: dict[str, RunningSimulator]
+) -> None:
+    with server.client() as http:
+        for name in ("member1", "member2"):
+            join(http, name, members[name])
+        put(http, POLICIES, policy("web", "web", ["member1", "member2"], {"member1": 1, "member2": 2}))
+        put(http, DEPLOYMENTS, deployment("web", 3))
+        wait_members(members, "web", {"member1": 1, "member2": 2})
+
+        members["member1"].stop()
+        wait_for(
+            lambda: placement(http, "web") == {"member2": 3}, timeout=DEADLINE, what="the move to member2"
+        )
+        assert tasks(http, "web") == ["member1"] or tasks(http, "web") == []
+        wait_members(members, "web", {"member2": 3})
+        wait_for(
+            lambda: tasks(http, "web") == [], timeout=DEADLINE, what="the task to go once member2 is healthy"
+        )
+        taints = http.get(f"{CLUSTERS}/member1").json()["spec"]["taints"]
+        assert {"cluster.karmada.io/not-ready"} <= {t["key"] for t in taints if t["effect"] == "NoExecute"}
+
+
+def _spread_policy() -> dict[str, Any]:
+    body = policy("dup", "dup", ["member1", "member2", "member3", "member4"])
+    body["spec"]["placement"]["spreadConstraints"] = [
+        {"spreadByField": "cluster", "minGroups": 2, "maxGroups": 2}
+    ]
+    return body
+
+
+def test_a_tainted_cluster_of_a_duplicated_workload_is_replaced(
+    server: RunningServer, members: dict[str, RunningSimulator]
+) -> None:
+    with server.client() as http:
+        for name in members:
+            join(http, name, members[name])
+        put(http, POLICIES, _spread_policy())
+        put(http, DEPLOYMENTS, deployment("dup", 2))
+        first = wait_for(lambda: placement(http, "dup") or None, timeout=DEADLINE, what="the first placement")
+        assert len(first) == 2
+        victim, survivor = sorted(first)
+        cluster = http.get(f"{CLUSTERS}/{victim}").json()
+        cluster["spec"]["taints"] = [
+            *cluster["spec"].get("taints", []),
+            {"key": "maintenance", "effect": "NoExecute"},
+        ]
+        assert http.put(f"{CLUSTERS}/{victim}", json=cluster).status_code == 200
+
+        def replaced() -> dict[str, int] | None:
+            now = placement(http, "dup")
+            return now if len(now) == 2 and victim not in now else None
+
+        after = wait_for(replaced, timeout=DEADLINE, what="a replacement for the tainted cluster")
+        assert survivor in after  # the healthy one is kept
+        wait_members(members, "dup", {c: 2 for c in after})
+
+
+def test_all_members_down_evicts_nothing(server: RunningServer, members: dict[str, RunningSimulator]) -> None:
+    with server.client() as http:
+        for name in ("member1", "member2"):
+            join(http, name, members[name])
+        put(http, POLICIES, policy("web", "web", ["member1", "member2"], {"member1": 1, "member2": 2}))
+        put(http, DEPLOYMENTS, deployment("web", 3))
+        wait_members(members, "web", {"member1": 1, "member2": 2})
+        members["member1"].stop()
+        members["member2"].stop()
+
+        def both_tainted() -> bool:
+            for name in ("member1", "member2"):
+                taints = http.get(f"{CLUSTERS}/{name}").json()["spec"].get("taints") or []
+                if not any(t["effect"] == "NoExecute" for t in taints):
+                    return False
+            return True
+
+        wait_for(both_tainted, timeout=DEADLINE, what="both clusters to be tainted NoExecute")
+        wait_for(lambda: _paused(server), timeout=DEADLINE, what="the taint manager to pause evictions")
+        tolerated_until = time.monotonic() + FAILOVER["default_not_ready_toleration_seconds"] + 1
+        wait_for(
+            lambda: time.monotonic() > tolerated_until, timeout=DEADLINE, what="the toleration to run out"
+        )
+        assert placement(http, "web") == {"member1": 1, "member2": 2}
+        assert tasks(http, "web") == []
+
+
+def _paused(server: RunningServer) -> bool:
+    from federation.store.events import EventRepository
+
+    with server.process.api_context.uow() as session:
+        events = EventRepository(session).for_object("Federation", "", "federation")
+    return any(e.reason == "EvictionPaused" for e in events)
