@@ -45,6 +45,8 @@ class ApiSettings(Section):
     # The URL clients should use when it differs from host:port (behind a proxy, in a container).
     advertise_url: str | None = None
     page_size_max: int = Field(500, ge=1)
+    # kube-apiserver's --max-request-bytes: a larger request body is refused (413) before it is read whole.
+    max_request_body_bytes: int = Field(3 * 1024 * 1024, ge=1)
 
 
 class SecretSettings(Section):
@@ -72,6 +74,28 @@ class ControllerSettings(Section):
     leader_lease_seconds: float = Field(15.0, gt=0)
     retry_backoff_initial_seconds: float = Field(1.0, gt=0)
     retry_backoff_max_seconds: float = Field(300.0, gt=0)
+
+
+class FailoverSettings(Section):
+    """Moving workloads away from failed clusters and failed workloads (Karmada's taint manager and
+    application failover). Karmada ships failover off; here it is on, and ``enabled: false`` turns every
+    eviction off (taints are still set, nothing moves)."""
+
+    enabled: bool = True
+    # Karmada's --default-not-ready-toleration-seconds / --default-unreachable-toleration-seconds: a
+    # placement without its own toleration for those NoExecute taints tolerates them this long.
+    default_not_ready_toleration_seconds: int = Field(300, ge=0)
+    default_unreachable_toleration_seconds: int = Field(300, ge=0)
+    # Evictions per second while the federation is healthy (0: unlimited). Karmada: --resource-eviction-rate.
+    eviction_rate_per_second: float = Field(0.0, ge=0)
+    # More than this share of clusters unhealthy at once: more likely our own network than the fleet.
+    unhealthy_cluster_threshold: float = Field(0.55, ge=0, le=1)
+    # Evictions per second while over the threshold (0: paused). Karmada: --secondary-eviction-rate.
+    secondary_eviction_rate_per_second: float = Field(0.0, ge=0)
+    # Application failover: a workload that ran Healthy this long before failing resets its budget.
+    reset_after_seconds: float = Field(1800.0, ge=0)
+    # How often the taint manager, graceful eviction and application failover look at due work.
+    interval_seconds: float = Field(1.0, gt=0)
 
 
 class MemberSettings(Section):
@@ -131,6 +155,7 @@ class Settings(BaseSettings):
     controllers: ControllerSettings = Field(default_factory=ControllerSettings)
     members: MemberSettings = Field(default_factory=MemberSettings)
     scheduler: SchedulerSettings = Field(default_factory=SchedulerSettings)
+    failover: FailoverSettings = Field(default_factory=FailoverSettings)
 
     @field_validator("data_dir", mode="after")
     @classmethod

@@ -29,7 +29,7 @@ from fastapi import FastAPI, Request
 from starlette.concurrency import run_in_threadpool
 
 from federation.api.app import ApiContext, authenticate
-from federation.api.auth import authorize
+from federation.api.auth import LEASE_NAMESPACE, authorize
 from federation.api.paths import ObjectPath
 from federation.api.status import StatusError, bad_request, conflict, not_found, success
 from federation.model.work import execution_namespace
@@ -38,7 +38,6 @@ from federation.store.errors import Conflict
 from federation.store.leases import CLUSTER, Lease, LeaseRepository
 from federation.store.works import WorkRepository
 
-LEASE_NAMESPACE = "karmada-cluster"
 FINALIZE_PATH = "/federation/v1/clusters/{cluster}/works/{name}/finalize"
 LEASE_PATH = f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases/{{name}}"
 MAX_DURATION_SECONDS = 3600

@@ -6,6 +6,9 @@ generically by `objects`, so every kind (Karmada, Kosmos, any resource template)
 
 The app does not import controllers: the process that runs both hands in `notify`, called with the kind
 after every committed write so the right controller wakes early.
+
+Every answer that is not a success is a Kubernetes Status (`errors`), including a database outage (503
+with Retry-After, `outage`); request bodies are bounded and strict JSON (`bodies`).
 """
 
 from __future__ import annotations
@@ -16,17 +19,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from sqlalchemy.engine import Engine
 from starlette.concurrency import run_in_threadpool
 
 import federation
-from federation.api import discovery, objects
+from federation.api import crds, discovery, errors, objects
 from federation.api.auth import Principal, authorize
-from federation.api.bodies import read_json
+from federation.api.bodies import BodyLimit, SafeJSONResponse, read_json
 from federation.api.extensions import register_extensions
 from federation.api.metrics import RequestMetrics
+from federation.api.outage import DatabaseOutage
 from federation.api.paths import DiscoveryPath, ObjectPath, PathError, parse
 from federation.api.status import StatusError, bad_request, method_not_allowed, not_found, unauthorized
 from federation.model import kinds
@@ -51,22 +55,21 @@ class ApiContext:
     secret_box: SecretBox
     notify: Notify = field(default=lambda kind: None)
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+    outage: DatabaseOutage = field(default_factory=DatabaseOutage)
 
 
 def create_app(ctx: ApiContext) -> FastAPI:
     app = FastAPI(title="federation", version=federation.__version__)
     app.state.ctx = ctx
-    metrics = RequestMetrics(ctx.registry)
-    app.middleware("http")(metrics.middleware)
-    app.add_exception_handler(StatusError, _status_error_handler)  # type: ignore[arg-type]
+    # Middleware added later wraps what was added before: metrics (outermost) count the 413s the body
+    # limit answers and the 500/503s the error boundary (innermost) answers.
+    errors.install(app, ctx.outage)
+    app.add_middleware(BodyLimit, max_bytes=ctx.settings.api.max_request_body_bytes)
+    app.middleware("http")(RequestMetrics(ctx.registry).middleware)
     _health_routes(app, ctx)
     register_extensions(app, ctx)
     _resource_routes(app, ctx)
     return app
-
-
-async def _status_error_handler(_request: Request, exc: StatusError) -> JSONResponse:
-    return exc.response()
 
 
 def _health_routes(app: FastAPI, ctx: ApiContext) -> None:
@@ -77,7 +80,9 @@ def _health_routes(app: FastAPI, ctx: ApiContext) -> None:
     @app.get("/readyz", include_in_schema=False)
     def readyz() -> Response:
         if ping(ctx.engine):
+            ctx.outage.recovered()
             return Response("ok", media_type="text/plain")
+        ctx.outage.failed("the readiness probe's ping got no answer")
         return Response("database unreachable", status_code=503, media_type="text/plain")
 
     @app.get("/version")
@@ -96,6 +101,7 @@ def authenticate(ctx: ApiContext, request: Request) -> Principal:
         raise unauthorized("a Bearer token is required (Authorization: Bearer <token>)")
     with ctx.uow() as session:
         found = TokenRepository(session).authenticate(token.strip())
+    ctx.outage.recovered()  # every authenticated route passes here: the first success ends an outage
     if found is None:
         raise unauthorized("the token is not valid")
     return Principal(name=found.name, role=found.role, cluster=found.cluster_name)
@@ -108,7 +114,7 @@ def _resource_routes(app: FastAPI, ctx: ApiContext) -> None:
     async def grouped(request: Request, rest: str = "") -> Any:
         return await _serve(ctx, request, "apis", rest)
 
-    for method in ("GET", "POST", "PUT", "DELETE"):
+    for method in ("GET", "POST", "PUT", "DELETE", "PATCH"):
         verb = method.lower()
         for prefix, handler, summary in (("/api", core, "core (v1)"), ("/apis", grouped, "grouped")):
             name = prefix.strip("/")
@@ -119,32 +125,40 @@ def _resource_routes(app: FastAPI, ctx: ApiContext) -> None:
                 methods=[method],
                 operation_id=f"{verb}_{name}_objects",
                 summary=f"{method} {summary} objects and discovery (Kubernetes REST paths)",
+                include_in_schema=method != "PATCH",  # routed only to answer 405 as a Status
             )
 
 
 async def _serve(ctx: ApiContext, request: Request, prefix: str, rest: str) -> Any:
-    principal = authenticate(ctx, request)
+    principal = await run_in_threadpool(authenticate, ctx, request)
     try:
         target = parse(prefix, rest)
     except PathError as exc:
         raise StatusError(404, "NotFound", str(exc)) from exc
     if isinstance(target, DiscoveryPath):
         authorize(principal, request.method, None)
-        return _discovery(target, request.method)
+        return await run_in_threadpool(_discovery, ctx, target, request.method)
     authorize(principal, request.method, target)
+    if request.method == "PATCH":
+        raise method_not_allowed("PATCH is not supported yet; replace the object with PUT (federation apply)")
+    objects.resource_version(request.query_params.get("resourceVersion"), "resourceVersion")
     body = await read_json(request) if request.method in ("POST", "PUT") else None
     return await run_in_threadpool(_dispatch, ctx, request, target, body)
 
 
-def _discovery(target: DiscoveryPath, method: str) -> Any:
+def _discovery(ctx: ApiContext, target: DiscoveryPath, method: str) -> Any:
     if method != "GET":
         raise method_not_allowed("discovery documents are read-only")
+    if target.group is None and target.core:
+        return discovery.api_versions()
+    with ctx.uow() as session:
+        served = discovery.Served((*kinds.all_kinds(), *crds.served_kinds(session)))
     if target.group is None:
-        return discovery.api_versions() if target.core else discovery.api_group_list()
+        return served.api_group_list()
     document = (
-        discovery.api_group(target.group)
+        served.api_group(target.group)
         if target.version is None
-        else discovery.api_resource_list(target.group, target.version)
+        else served.api_resource_list(target.group, target.version)
     )
     if document is None:
         raise not_found("group", target.group)
@@ -154,15 +168,17 @@ def _discovery(target: DiscoveryPath, method: str) -> Any:
 def _dispatch(ctx: ApiContext, request: Request, target: ObjectPath, body: Any) -> Any:
     method = request.method
     with ctx.uow() as session:
-        info = objects.resolve_kind(session, target, body if isinstance(body, dict) else None)
+        info = objects.resolve_kind(session, target)
         if target.namespace is not None and not info.namespaced:
             raise not_found(info.resource, target.name or "")
+        if target.subresource == "status" and not info.has_status:
+            raise not_found(f"{info.resource}/status", target.name or "")
         req = objects.Request(target, info, body)
         result, status_code, wrote = _call(session, req, method, request)
     if wrote:
         # Controllers watch Karmada kinds by name and resource templates as one kind, whatever theirs.
         ctx.notify(info.kind if kinds.is_federation_kind(info) else TEMPLATE_NOTIFY_KIND)
-    return JSONResponse(result, status_code=status_code)
+    return SafeJSONResponse(result, status_code=status_code)
 
 
 def _call(session: Any, req: objects.Request, method: str, request: Request) -> tuple[Any, int, bool]:

@@ -2,10 +2,14 @@
 
 Roles:
 - admin: everything.
-- viewer: reads only (GET); any write is 403.
+- viewer: reads only (GET), like a read-only ClusterRole without `secrets`: reading or listing Secrets is
+  403, as is any write.
 - agent: bound to one cluster C. It may read its Cluster object and write its status, read and list the
-  Works in its execution namespace `karmada-es-C`, write those Works' status, and renew C's lease.
+  Works in its execution namespace `karmada-es-C`, write those Works' status, and read and renew C's
+  Lease in `karmada-cluster` (Karmada's agent's lease; a Lease named C anywhere else is not its own).
   Anything else, in particular anything about another cluster, is 403.
+
+Authentication (who is calling) is the caller's: an unknown, expired or revoked token never gets here.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from federation.api.paths import ObjectPath
 from federation.api.status import StatusError, forbidden
 
 EXECUTION_NAMESPACE_PREFIX = "karmada-es-"
+LEASE_NAMESPACE = "karmada-cluster"
 READ_METHODS = frozenset({"GET", "HEAD"})
 
 
@@ -31,7 +36,7 @@ def authorize(principal: Principal, method: str, target: ObjectPath | None) -> N
     if principal.role == "admin":
         return
     if principal.role == "viewer":
-        if method not in READ_METHODS:
+        if method not in READ_METHODS or _is_secret(target):
             raise _denied(principal, method, target)
         return
     if principal.role == "agent" and _agent_may(principal.cluster or "", method, target):
@@ -52,8 +57,13 @@ def _agent_may(cluster: str, method: str, target: ObjectPath | None) -> bool:
             return False
         return method in READ_METHODS or (method == "PUT" and target.subresource == "status")
     if target.group == "coordination.k8s.io" and target.plural == "leases":
-        return target.name == cluster and method in (READ_METHODS | {"PUT"})
+        own = target.namespace == LEASE_NAMESPACE and target.name == cluster
+        return own and method in (READ_METHODS | {"PUT"})
     return False
+
+
+def _is_secret(target: ObjectPath | None) -> bool:
+    return target is not None and target.group == "" and target.plural == "secrets"
 
 
 def _denied(principal: Principal, method: str, target: ObjectPath | None) -> StatusError:

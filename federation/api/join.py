@@ -35,6 +35,7 @@ from starlette.concurrency import run_in_threadpool
 from federation.api.app import ApiContext, authenticate
 from federation.api.auth import authorize
 from federation.api.bodies import read_json
+from federation.api.kubeconfigs import shape_errors
 from federation.api.paths import ObjectPath
 from federation.api.status import StatusError, already_exists, bad_request, invalid, not_found, success
 from federation.members.client import KubernetesMemberClient
@@ -82,20 +83,31 @@ class JoinRequest:
     def from_body(cls, body: Any) -> JoinRequest:
         if not isinstance(body, dict):
             raise bad_request("the join request must be a JSON object")
+        name = _optional_str(body, "name") or ""
         strings = {key: _optional_str(body, key) for key in ("context", "region", "zone", "provider")}
         kubeconfig = body.get("kubeconfig")
         if kubeconfig is not None and not isinstance(kubeconfig, dict):
             raise bad_request("kubeconfig must be a kubeconfig object (the parsed YAML), not a string")
+        if kubeconfig is not None:
+            _check_kubeconfig_shape(kubeconfig, name)
         labels = body.get("labels") or {}
         if not isinstance(labels, dict) or not all(isinstance(v, str) for v in labels.values()):
             raise bad_request("labels must be an object of string to string")
         return cls(
-            name=_optional_str(body, "name") or "",
+            name=name,
             kubeconfig=kubeconfig,
             sync_mode=_optional_str(body, "syncMode") or "Push",
             labels=dict(labels),
             **strings,
         )
+
+
+def _check_kubeconfig_shape(kubeconfig: dict[str, Any], name: str) -> None:
+    """422 Invalid naming every kubeconfig field of the wrong type (nothing reads the kubeconfig before)."""
+    errors = shape_errors(kubeconfig)
+    if errors:
+        causes = [{"field": e.field, "message": e.message, "reason": e.reason} for e in errors]
+        raise invalid("Cluster", name, causes)
 
 
 def _optional_str(body: dict[str, Any], key: str) -> str | None:

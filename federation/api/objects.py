@@ -3,6 +3,9 @@
 Invariants:
 - Validation runs before any write; an invalid object is a 422 Invalid listing every bad field and
   nothing is stored.
+- A path serves a kind the registry knows or an applied CustomResourceDefinition defines (``crds``), and
+  nothing else: any other kind, or another version of a registered group, is 404 NotFound, never stored.
+- A ``resourceVersion`` a client sends (body or query) is the decimal number a read returned, or a 400.
 - Users never write `status` through the main resource: it is dropped on create and preserved on
   replace. `PUT .../{name}/status` writes status only (admins and cluster agents).
 - Every write is one unit of work; a controller is notified only after the commit.
@@ -16,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from federation.api import crds
 from federation.api.paths import ObjectPath
 from federation.api.status import StatusError, bad_request, conflict, invalid, not_found, success
 from federation.model import kinds, labels
@@ -23,7 +27,6 @@ from federation.model.kinds import KindInfo
 from federation.model.validation import validate_object
 from federation.store.errors import AlreadyExists, Conflict, NotFound
 from federation.store.repository import ObjectRepository
-from federation.store.templates import template_kinds
 
 Body = dict[str, Any]
 
@@ -37,19 +40,27 @@ class Request:
     body: Body | None = None
 
 
-def resolve_kind(session: Any, path: ObjectPath, body: Body | None) -> KindInfo:
-    """Registered kinds by path; otherwise a resource template of whatever kind the body or store says."""
-    known = kinds.by_path(path.group, path.version, path.plural)
-    if known is not None:
-        return known
-    if body is not None and body.get("kind"):
-        namespaced = path.namespace is not None
-        return kinds.template_kind(path.api_version, str(body["kind"]), path.plural, namespaced)
-    for kind in template_kinds(session, path.api_version):
-        candidate = kinds.template_kind(path.api_version, kind, None, path.namespace is not None)
-        if candidate.plural == path.plural:
-            return kinds.template_kind(path.api_version, kind, path.plural, candidate.namespaced)
-    raise StatusError(404, "NotFound", f'the server could not find the requested resource "{path.plural}"')
+def resolve_kind(session: Any, path: ObjectPath) -> KindInfo:
+    """The kind served at the path: a registered one, else one an applied CRD defines; 404 otherwise."""
+    known = kinds.by_path(path.group, path.version, path.plural) or crds.served_kind(
+        session, path.group, path.version, path.plural
+    )
+    if known is None:
+        message = (
+            f'the server could not find the requested resource "{path.plural}" in {path.api_version}: '
+            "neither a built-in kind nor defined by an applied CustomResourceDefinition"
+        )
+        raise StatusError(404, "NotFound", message, kind=path.plural)
+    return known
+
+
+def resource_version(value: Any, field: str) -> str | None:
+    """A client's resourceVersion: None when absent or empty, else the decimal number a read returned."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        return value
+    raise bad_request(f"{field}: Invalid value: {value!r}: must be the resourceVersion a read returned")
 
 
 def repository(session: Any, info: KindInfo) -> ObjectRepository:
@@ -101,7 +112,10 @@ def checked_body(req: Request, *, for_name: str | None) -> Body:
         raise bad_request("the request body must be a JSON object")
     body = copy.deepcopy(body)
     _check_identity(req, body, for_name)
+    resource_version(body["metadata"].get("resourceVersion"), "metadata.resourceVersion")
     errors = validate_object(body, req.info)
+    if crds.is_crd(req.info):
+        errors += [e for e in crds.definition_errors(body) if e not in errors]
     if errors:
         causes = [{"field": e.field, "message": e.message, "reason": e.reason} for e in errors]
         raise invalid(req.info.kind, str((body.get("metadata") or {}).get("name", "")), causes)
@@ -168,7 +182,10 @@ def replace_status(session: Any, req: Request) -> Body:
     name = req.path.name or ""
     if not isinstance(req.body, dict) or not isinstance(req.body.get("status", {}), dict):
         raise bad_request("the request body must be an object with a status object")
-    expected = (req.body.get("metadata") or {}).get("resourceVersion")
+    meta = req.body.get("metadata") or {}
+    if not isinstance(meta, dict):
+        raise bad_request("metadata must be an object")
+    expected = resource_version(meta.get("resourceVersion"), "metadata.resourceVersion")
     try:
         return repository(session, req.info).update_status(
             req.path.namespace, name, req.body.get("status") or {}, expected_rv=expected

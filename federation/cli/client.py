@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from federation.apiclient import ApiClient, ApiError
+from federation.members.kubeconfig import write_private_file
 from federation.model.kinds import KindInfo
 from federation.settings import default_client_config_path
 
@@ -33,18 +34,17 @@ class ClientConfig:
 
 def write_client_config(path: Path, server: str, token: str) -> None:
     """Write the server URL and token, readable by the owner only (0600), atomically."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        yaml.safe_dump({"server": server, "token": token}, handle)
-    os.replace(tmp, path)
+    write_private_file(path, yaml.safe_dump({"server": server, "token": token}))
 
 
 def read_client_config(path: Path) -> dict[str, Any]:
     if not path.exists():
         return {}
-    loaded = yaml.safe_load(path.read_text()) or {}
+    try:
+        loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        problem = " ".join(str(exc).split())
+        raise ClientConfigError(f"the client config {path} cannot be read: {problem}") from exc
     return loaded if isinstance(loaded, dict) else {}
 
 

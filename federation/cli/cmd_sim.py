@@ -1,7 +1,7 @@
 """``federation sim``: run one simulated member cluster in the foreground until Ctrl-C.
 
 Invariant: the kubeconfig (when asked for) is written before the URL is printed, so a script that waits for
-the URL line can use the file at once.
+the URL line can use the file at once; it is 0600 (it holds the member's bearer token).
 """
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ import dataclasses
 
 import click
 
-from federation.members.sim import Simulator, SimulatorConfig, write_kubeconfig
+from federation.members.kubeconfig import write_kubeconfig
+from federation.members.sim import Simulator, SimulatorConfig
 
 
 @click.command("sim")

@@ -9,12 +9,15 @@ import sys
 from typing import Any
 
 import click
+from sqlalchemy.exc import OperationalError
 
 from federation.cli.client import ApiError, ClientConfigError
 from federation.cli.context import CliContext
 from federation.cli.manifests import ManifestError
+from federation.store.keycheck import KeyMismatch
 
-EXPECTED_ERRORS = (ApiError, ClientConfigError, ManifestError)
+# OperationalError: the database is unreachable or refuses us (server-side commands), not a bug.
+EXPECTED_ERRORS = (ApiError, ClientConfigError, ManifestError, KeyMismatch, OperationalError)
 
 
 class FederationGroup(click.Group):
@@ -33,6 +36,9 @@ def _one_line(exc: Exception) -> str:
         if fields and not all(f in text for f in fields):
             text += f" (fields: {', '.join(fields)})"
         return text
+    if isinstance(exc, OperationalError):
+        cause = str(exc.orig or exc).strip().splitlines() or ["unknown error"]
+        return f"error: the database is not available: {cause[0]}"
     return f"error: {exc}"
 
 

@@ -4,6 +4,13 @@
 First start on an empty database: the schema is migrated, an admin token is created, and the client
 config (server URL + that token, mode 0600) is written so the CLI works without flags. Later starts
 keep the existing token: it was shown once and is not stored in plaintext.
+
+Invariants:
+- The data directory is 0700 (created so, tightened if an older version left it open); the SQLite file and
+  the key file are 0600 (``store.db``, ``store.crypto``).
+- A process whose encryption key is not the one the database was written with stops before serving
+  (``KeyMismatch``, one line), instead of failing to decrypt every member's credentials.
+- Every session carries the key, so Secret data is sealed at rest (``store.sealing``).
 """
 
 from __future__ import annotations
@@ -28,7 +35,8 @@ from federation.listening import bind_socket
 from federation.settings import Settings, default_client_config_path
 from federation.store import migrate
 from federation.store.crypto import SecretBox, load_or_create_key
-from federation.store.db import UnitOfWork, make_engine
+from federation.store.db import UnitOfWork, make_engine, private_directory
+from federation.store.keycheck import verify_key
 from federation.store.tokens import TokenRepository
 
 log = logging.getLogger(__name__)
@@ -38,6 +46,13 @@ def secret_box(settings: Settings) -> SecretBox:
     if settings.secrets.encryption_key:
         return SecretBox(settings.secrets.encryption_key)
     return SecretBox(load_or_create_key(settings.resolved_key_file()))
+
+
+def key_source(settings: Settings) -> str:
+    """Where the encryption key comes from, as an error message names it."""
+    if settings.secrets.encryption_key:
+        return "the encryption key in the settings (secrets.encryption_key)"
+    return f"the encryption key at {settings.resolved_key_file()}"
 
 
 def start_controllers(settings: Settings, uow: UnitOfWork, box: SecretBox) -> ControllerRunner:
@@ -88,15 +103,20 @@ class ServerProcess:
     stop_hooks: list[Callable[[], None]] = field(default_factory=list)
 
     def prepare(self) -> ApiContext:
-        """Migrate, load the key, bootstrap the admin token; the API context the app is built from."""
+        """Migrate, load and verify the key, bootstrap the admin token; the context the app is built from."""
         url = self.settings.resolved_database_url()
-        if url.startswith("sqlite"):
-            self.settings.data_dir.mkdir(parents=True, exist_ok=True)
+        if url.startswith("sqlite") or self.settings.data_dir.exists():
+            private_directory(self.settings.data_dir)
         migrate.upgrade(url)
-        engine = make_engine(url)
-        uow = UnitOfWork.for_engine(engine)
-        self.admin_token = bootstrap_admin_token(uow)
         box = secret_box(self.settings)
+        engine = make_engine(url)
+        uow = UnitOfWork.for_engine(engine, box)
+        try:
+            verify_key(uow, box, key_source(self.settings))
+        except BaseException:
+            engine.dispose()
+            raise
+        self.admin_token = bootstrap_admin_token(uow)
         self.stop_hooks.append(engine.dispose)
         if self.run_controllers:
             self.runner = start_controllers(self.settings, uow, box)

@@ -7,6 +7,8 @@ Invariants:
 - File references (``certificate-authority``, ``client-certificate``, ``client-key``, ``tokenFile``) are
   read at load time and inlined, so the result (``minimal``) is self-contained and can be stored.
 - ``credentials_hash`` is stable for equal content, whatever the key order.
+- A kubeconfig (or any credential file) this project writes is 0600 from its first byte, and replaced
+  atomically: ``write_private_file``.
 """
 
 from __future__ import annotations
@@ -43,11 +45,36 @@ class Kubeconfig:
         return self.server.startswith("https://")
 
 
+PRIVATE_FILE_MODE = 0o600
+
+
+def write_private_file(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path``, readable by the owner only (0600), atomically (temp file + rename)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE_MODE)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            os.fchmod(handle.fileno(), PRIVATE_FILE_MODE)  # a leftover temp file keeps its mode otherwise
+            handle.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
+def write_kubeconfig(path: str | Path, kubeconfig: dict[str, Any]) -> None:
+    """A kubeconfig as YAML, mode 0600 (it holds a bearer token or a client key)."""
+    write_private_file(path, yaml.safe_dump(kubeconfig, sort_keys=False))
+
+
 def read_kubeconfig_file(path: str | Path, cluster: str = "") -> dict[str, Any]:
     try:
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise KubeconfigError(cluster or str(path), f"cannot read kubeconfig {path}: {exc}") from exc
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        problem = " ".join(str(exc).split())  # PyYAML's messages span lines; a reason is one
+        raise KubeconfigError(cluster or str(path), f"cannot read kubeconfig {path}: {problem}") from exc
     if not isinstance(data, dict):
         raise KubeconfigError(cluster or str(path), f"kubeconfig {path} is not a YAML mapping")
     data.setdefault("__dir__", str(Path(path).resolve().parent))

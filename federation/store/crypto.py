@@ -4,11 +4,15 @@ Invariants:
 - The key is never stored in the database. It comes from settings or from a key file that is created
   on first start with mode 0600 (created exclusively, so two processes starting together agree on one key).
 - Decrypting with the wrong key raises ``DecryptionError``, never returns garbage.
+- ``fingerprint`` identifies a key without revealing it: an HMAC of a fixed label under the key (not a plain
+  hash of the key), so storing it (see ``keycheck``) gives nothing to decrypt with or to guess against.
 """
 
 from __future__ import annotations
 
+import hmac
 import os
+from hashlib import sha256
 from pathlib import Path
 
 from cryptography.fernet import Fernet, InvalidToken
@@ -16,6 +20,7 @@ from cryptography.fernet import Fernet, InvalidToken
 from federation.store.errors import DecryptionError, StoreError
 
 KEY_FILE_MODE = 0o600
+_FINGERPRINT_LABEL = b"federation/key-fingerprint/v1"
 
 
 def generate_key() -> bytes:
@@ -28,6 +33,11 @@ class SecretBox:
     def __init__(self, key: bytes | str) -> None:
         raw = key.encode() if isinstance(key, str) else key
         self._fernet = Fernet(raw.strip())
+        self._fingerprint = hmac.new(raw.strip(), _FINGERPRINT_LABEL, sha256).hexdigest()
+
+    @property
+    def fingerprint(self) -> str:
+        return self._fingerprint
 
     def encrypt(self, plaintext: bytes) -> bytes:
         return self._fernet.encrypt(plaintext)

@@ -6,10 +6,18 @@ Invariants:
 - Postgres always goes through psycopg 3 (``postgresql+psycopg://``), whatever the URL spelled.
 - Repositories never commit; ``UnitOfWork`` is the only place a transaction ends: commit when the block
   succeeds, rollback when it raises.
+- Files are private: a directory the store creates is 0700, the SQLite file 0600 (created so before SQLite
+  opens it, and tightened if an older version left it readable; SQLite gives its -wal/-shm files the
+  database file's mode).
+- A session made with a ``SecretBox`` carries it in ``session.info`` (see ``sealing``): Secret data is
+  encrypted when written and decrypted when read, transparently for every repository.
 """
 
 from __future__ import annotations
 
+import logging
+import os
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,7 +28,15 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
+from federation.store.crypto import SecretBox
+from federation.store.sealing import SECRET_BOX
+
+log = logging.getLogger(__name__)
+
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+PRIVATE_DIR_MODE = 0o700
+PRIVATE_FILE_MODE = 0o600
+SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal")
 _POSTGRES_PREFIXES = ("postgresql://", "postgres://", "postgresql+psycopg2://")
 
 
@@ -43,10 +59,39 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
 
 def _sqlite_engine(url: str, database: str | None, **kwargs: Any) -> Engine:
     if database and database != ":memory:" and not database.startswith("file:"):
-        Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        _private_database_file(Path(database).expanduser())
     engine = create_engine(url, pool_pre_ping=True, **kwargs)
     event.listen(engine, "connect", _configure_sqlite)
     return engine
+
+
+def private_directory(path: Path) -> None:
+    """Make ``path`` (and missing parents) a directory only its owner can enter (0700 when created).
+
+    An existing one that others may enter is tightened: it holds the database and the key.
+    """
+    path.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR_MODE)
+    _tighten(path, PRIVATE_DIR_MODE)
+
+
+def _private_database_file(path: Path) -> None:
+    """Create the SQLite file 0600 before SQLite does (it would use 0644), and tighten old ones."""
+    if not path.parent.exists():
+        private_directory(path.parent)
+    os.close(os.open(path, os.O_CREAT | os.O_WRONLY, PRIVATE_FILE_MODE))
+    for candidate in (path, *(path.with_name(path.name + suffix) for suffix in SQLITE_SIDE_FILES)):
+        if candidate.exists():
+            _tighten(candidate, PRIVATE_FILE_MODE)
+
+
+def _tighten(path: Path, allowed: int) -> None:
+    """Drop every permission bit beyond ``allowed`` (never add one: exact whatever the umask was)."""
+    current = stat.S_IMODE(path.stat().st_mode)
+    if current & ~allowed:
+        try:
+            path.chmod(current & allowed)
+        except OSError as exc:  # not ours to change (another owner): say so, the store still works
+            log.warning("cannot make %s private (%s): %s", path, oct(allowed), exc.strerror)
 
 
 def _configure_sqlite(dbapi_connection: Any, _record: Any) -> None:
@@ -61,9 +106,11 @@ def _configure_sqlite(dbapi_connection: Any, _record: Any) -> None:
         cursor.close()
 
 
-def session_factory(engine: Engine) -> sessionmaker[Session]:
-    """Sessions whose objects stay readable after commit (callers return values out of a unit of work)."""
-    return sessionmaker(bind=engine, expire_on_commit=False, autoflush=True)
+def session_factory(engine: Engine, secret_box: SecretBox | None = None) -> sessionmaker[Session]:
+    """Sessions whose objects stay readable after commit (callers return values out of a unit of work),
+    carrying the key Secret data is sealed with (without one, writing Secret data is refused)."""
+    info = {} if secret_box is None else {SECRET_BOX: secret_box}
+    return sessionmaker(bind=engine, expire_on_commit=False, autoflush=True, info=info)
 
 
 class UnitOfWork:
@@ -73,8 +120,8 @@ class UnitOfWork:
         self._factory = factory
 
     @classmethod
-    def for_engine(cls, engine: Engine) -> UnitOfWork:
-        return cls(session_factory(engine))
+    def for_engine(cls, engine: Engine, secret_box: SecretBox | None = None) -> UnitOfWork:
+        return cls(session_factory(engine, secret_box))
 
     @contextmanager
     def __call__(self) -> Iterator[Session]:

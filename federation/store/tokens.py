@@ -5,6 +5,8 @@ Invariants:
   (A fast hash is right here: tokens are 256-bit random strings, not guessable passwords.)
 - An ``agent`` token is bound to exactly one cluster; other roles to none.
 - ``last_used_at`` is refreshed at most once a minute, so authenticating is not a write per request.
+- A token with ``expires_at`` at or before now does not authenticate; a revoked token is deleted, so it
+  does not either. Both take effect on the next request: every request looks its token up.
 """
 
 from __future__ import annotations
@@ -34,10 +36,14 @@ class Token:
     cluster_name: str | None
     created_at: datetime
     last_used_at: datetime | None
+    expires_at: datetime | None = None
 
     @classmethod
     def from_row(cls, row: ApiTokenRow) -> Token:
-        return cls(row.name, row.role, row.cluster_name, row.created_at, row.last_used_at)
+        return cls(row.name, row.role, row.cluster_name, row.created_at, row.last_used_at, row.expires_at)
+
+    def expired(self, now: datetime) -> bool:
+        return self.expires_at is not None and self.expires_at <= now
 
 
 def hash_token(plaintext: str) -> str:
@@ -56,18 +62,24 @@ class TokenRepository:
         self.session = session
         self._clock = clock
 
-    def create(self, name: str, role: str, cluster_name: str | None = None) -> tuple[Token, str]:
-        """A new token and its plaintext (shown once; only its hash is kept)."""
+    def create(
+        self, name: str, role: str, cluster_name: str | None = None, *, ttl: timedelta | None = None
+    ) -> tuple[Token, str]:
+        """A new token and its plaintext (shown once; only its hash is kept); it expires after ``ttl``."""
         _check_role(role, cluster_name)
+        if ttl is not None and ttl <= timedelta(0):
+            raise ValueError("a token's time to live must be positive")
         if self.session.scalar(select(ApiTokenRow.id).where(ApiTokenRow.name == name)) is not None:
             raise AlreadyExists("Token", "", name)
         plaintext = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        now = self._clock()
         row = ApiTokenRow(
             name=name,
             token_hash=hash_token(plaintext),
             role=role,
             cluster_name=cluster_name,
-            created_at=self._clock(),
+            created_at=now,
+            expires_at=None if ttl is None else now + ttl,
         )
         self.session.add(row)
         self.session.flush()
@@ -77,9 +89,9 @@ class TokenRepository:
         row = self.session.scalars(
             select(ApiTokenRow).where(ApiTokenRow.token_hash == hash_token(plaintext))
         ).one_or_none()
-        if row is None:
-            return None
         now = self._clock()
+        if row is None or Token.from_row(row).expired(now):
+            return None
         if row.last_used_at is None or now - row.last_used_at >= TOUCH_INTERVAL:
             row.last_used_at = now
             self.session.flush()
@@ -94,6 +106,7 @@ class TokenRepository:
         return bool(self.session.scalar(select(func.count()).select_from(ApiTokenRow)))
 
     def delete(self, name: str) -> None:
+        """Revoke: the token stops authenticating at once (its hash is gone)."""
         result = self.session.execute(delete(ApiTokenRow).where(ApiTokenRow.name == name))
         if not result.rowcount:  # type: ignore[attr-defined]
             raise NotFound("Token", "", name)

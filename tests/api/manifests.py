@@ -118,6 +118,30 @@ CLUSTER_ROLE = {
     "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}],
 }
 
+# The CustomResourceDefinition that makes CUSTOM_RESOURCE's kind servable (any other kind is 404).
+WIDGET_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "widgets.example.io"},
+    "spec": {
+        "group": "example.io",
+        "names": {"kind": "Widget", "plural": "widgets", "singular": "widget", "shortNames": ["wdg"]},
+        "scope": "Namespaced",
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "schema": {
+                    "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+                },
+                "subresources": {"status": {}},
+            }
+        ],
+    },
+}
+CRDS_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+
 CUSTOM_RESOURCE = {
     "apiVersion": "example.io/v1",
     "kind": "Widget",

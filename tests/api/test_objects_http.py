@@ -41,6 +41,8 @@ def test_every_kind_round_trips(federation_server, manifest):
     base = PATHS[manifest["kind"]]
     name = manifest["metadata"]["name"]
     with federation_server.client() as http:
+        if manifest is m.CUSTOM_RESOURCE:  # a custom kind is served once its CRD is applied
+            assert http.post(m.CRDS_PATH, json=m.WIDGET_CRD).status_code == 201
         created = http.post(base, json=manifest)
         assert created.status_code == 201, created.text
         body = created.json()

@@ -22,6 +22,7 @@ from tests.members.test_agent_support import (
 OWN, OTHER = "edge1", "edge2"
 CLUSTERS = "/apis/cluster.karmada.io/v1alpha1/clusters"
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/karmada-cluster/leases"
+OTHER_LEASES = "/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
 
 
 def works_path(cluster: str) -> str:
@@ -100,6 +101,13 @@ FORBIDDEN = [
     ("DELETE", f"{works_path(OWN)}/web-abc", None),
     ("PUT", f"{LEASES}/{OTHER}", lease(OTHER)),
     ("GET", f"{LEASES}/{OTHER}", None),
+    # Its own lease lives in karmada-cluster only: a Lease named after its cluster elsewhere is not its own.
+    ("PUT", f"{OTHER_LEASES.format(namespace='default')}/{OWN}", lease(OWN)),
+    ("PUT", f"{OTHER_LEASES.format(namespace='kube-system')}/{OWN}", lease(OWN)),
+    ("GET", f"{OTHER_LEASES.format(namespace='default')}/{OWN}", None),
+    ("POST", OTHER_LEASES.format(namespace="default"), lease(OWN)),
+    ("DELETE", f"{LEASES}/{OWN}", None),
+    ("GET", LEASES, None),
     ("GET", "/apis/work.karmada.io/v1alpha2/resourcebindings", None),
     ("GET", "/apis/apps/v1/namespaces/default/deployments", None),
     ("POST", "/federation/v1/clusters/join", {"name": "edge3", "syncMode": "Pull"}),

@@ -1,4 +1,7 @@
-"""Store fixtures: an engine with the schema on each backend, a unit of work, a fake clock, a SQL counter."""
+"""Store fixtures: an engine with the schema on each backend, a unit of work, a fake clock, a SQL counter.
+
+Sessions carry an encryption key, as every session of a running process does (Secret data is sealed).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ import pytest
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
+from federation.store.crypto import SecretBox, generate_key
 from federation.store.db import UnitOfWork, make_engine, session_factory
 from federation.store.tables import metadata
 
@@ -26,13 +30,18 @@ def engine(database_url: str) -> Iterator[Engine]:
 
 
 @pytest.fixture
-def uow(engine: Engine) -> UnitOfWork:
-    return UnitOfWork.for_engine(engine)
+def secret_box() -> SecretBox:
+    return SecretBox(generate_key())
 
 
 @pytest.fixture
-def session(engine: Engine) -> Iterator[Session]:
-    session = session_factory(engine)()
+def uow(engine: Engine, secret_box: SecretBox) -> UnitOfWork:
+    return UnitOfWork.for_engine(engine, secret_box)
+
+
+@pytest.fixture
+def session(engine: Engine, secret_box: SecretBox) -> Iterator[Session]:
+    session = session_factory(engine, secret_box)()
     try:
         yield session
     finally:

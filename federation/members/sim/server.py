@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import uvicorn
-import yaml
 
 from federation.listening import bind_socket
 from federation.members.sim.app import SimApp, build_app
@@ -39,11 +38,6 @@ def make_kubeconfig(name: str, url: str, token: str, ca_data: str | None = None)
         "current-context": name,
         "preferences": {},
     }
-
-
-def write_kubeconfig(path: str, kubeconfig: dict[str, Any]) -> None:
-    with open(path, "w", encoding="utf-8") as handle:
-        yaml.safe_dump(kubeconfig, handle, sort_keys=False)
 
 
 @dataclass

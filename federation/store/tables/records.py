@@ -1,12 +1,16 @@
-"""Tables that are not API objects: decision history, events, API tokens, leases.
+"""Tables that are not API objects: decision history, events, API tokens, leases, the key fingerprint.
 
 Invariants:
 - ``scheduling_decisions`` is append-only; rows are never updated.
 - ``events`` has one row per (involved object, type, reason, message): ``dedup_key`` is the sha256 of
   those fields and is unique, so a repeat bumps ``count`` and ``last_timestamp`` in one upsert.
 - ``api_tokens`` stores only the sha256 of a token; the plaintext exists once, in the creator's hands.
+  ``expires_at`` NULL means the token does not expire.
 - ``leases`` has one row per (kind, name); ``expires_at`` is precomputed (renew time + duration) so
   "is it expired" is a plain comparison on both backends.
+- ``key_fingerprints`` holds one row per key purpose, written once at first start: a fingerprint (not the
+  key) of the encryption key the database's secrets are written with, so a replica holding another key
+  refuses to start.
 """
 
 from __future__ import annotations
@@ -78,6 +82,7 @@ class ApiTokenRow(Base):
     cluster_name: Mapped[str | None] = mapped_column(String(NAME_LENGTH), nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
     last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
 
 
 class LeaseRow(Base):
@@ -93,3 +98,12 @@ class LeaseRow(Base):
     duration_seconds: Mapped[int] = mapped_column(Integer)
     expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     transitions: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class KeyFingerprintRow(Base):
+    __tablename__ = "key_fingerprints"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    purpose: Mapped[str] = mapped_column(String(64), unique=True)
+    fingerprint: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
