@@ -8,6 +8,7 @@ from typing import Any
 import click
 import yaml
 
+from federation.cli import cmd_evictions
 from federation.cli.client import FederationClient, object_path
 from federation.cli.context import CliContext, pass_cli
 from federation.cli.describe import describe_text
@@ -24,6 +25,10 @@ OUTPUTS = click.Choice(["wide", "yaml", "json", "name"])
 @click.option("-A", "--all-namespaces", is_flag=True)
 @click.option("-l", "--selector", default=None, help="Label selector, e.g. app=nginx,tier!=db")
 @click.option("-o", "--output", type=OUTPUTS, default=None)
+@click.option("--cluster", default=None, help="With `get evictions`: only this cluster's history.")
+@click.option(
+    "--limit", type=click.IntRange(1, 5000), default=500, help="With `get evictions`: at most N rows."
+)
 @pass_cli
 def get_command(
     cli: CliContext,
@@ -33,8 +38,16 @@ def get_command(
     all_namespaces: bool,
     selector: str | None,
     output: str | None,
+    cluster: str | None,
+    limit: int,
 ) -> None:
-    """Show objects of KIND (plural, singular or short name: rb, pp, cpp, wr, deploy...)."""
+    """Show objects of KIND (plural, singular or short name: rb, pp, cpp, wr, deploy...).
+
+    `get evictions` lists the failover history instead: taints, evictions, task removals, budget changes.
+    """
+    if kind.lower() in cmd_evictions.HISTORY_NAMES:
+        cmd_evictions.print_history(cli, None if all_namespaces else namespace, cluster, output, limit)
+        return
     info = cli.kind(kind)
     ns = None if (all_namespaces or not info.namespaced) else (namespace or "default")
     with cli.client() as client:
@@ -78,4 +91,11 @@ def describe_command(cli: CliContext, kind: str, name: str, namespace: str | Non
     ns = (namespace or "default") if info.namespaced else None
     with cli.client() as client:
         obj = _must_get(client, info, ns, name)
-    click.echo(describe_text(obj))
+        failover = None
+        if info.kind in ("ResourceBinding", "ClusterResourceBinding"):
+            failover = cmd_evictions.history(client, namespace=ns or "", binding=name, limit=50)
+    text = describe_text(obj)
+    if failover:
+        rows = cmd_evictions.history_rows(failover, with_binding=False)
+        text += "\nFailover events:\n" + "\n".join("  " + line for line in render_rows(rows).splitlines())
+    click.echo(text)
