@@ -8,7 +8,10 @@ Invariants:
   from a newer Karmada must still apply. The store keeps the raw dict; models are for validation and typed
   access.
 - Scalars are strict the way Go's JSON decoding is: ``"3"`` is not an int, ``1`` is not a string, ``"true"``
-  is not a bool. Validation error locations use the JSON (alias) names.
+  is not a bool, ``3.0`` and ``1e30`` are not ints. Validation error locations use the JSON (alias) names.
+- Integers carry the range of the Go field they mirror: ``Int32`` (``int32``), ``Int64`` (``int64``, and Go's
+  ``int``, which the CRD schemas leave unformatted and the API server decodes as int64), ``Uint64``
+  (``uint``). An out-of-range value is refused here, never wrapped or clamped later.
 """
 
 from __future__ import annotations
@@ -21,16 +24,29 @@ from pydantic.alias_generators import to_camel
 from federation.model.quantity import parse_quantity
 
 __all__ = [
+    "INT32_MAX",
+    "INT32_MIN",
+    "INT64_MAX",
+    "INT64_MIN",
+    "UINT64_MAX",
     "Field",
     "Int32",
+    "Int64",
     "KubeModel",
     "QuantityValue",
     "StrictBool",
     "StrictInt",
     "StrictStr",
+    "Uint64",
 ]
 
-Int32 = Annotated[StrictInt, Field(ge=-(2**31), le=2**31 - 1)]
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+UINT64_MAX = 2**64 - 1
+
+Int32 = Annotated[StrictInt, Field(ge=INT32_MIN, le=INT32_MAX)]
+Int64 = Annotated[StrictInt, Field(ge=INT64_MIN, le=INT64_MAX)]
+Uint64 = Annotated[StrictInt, Field(ge=0, le=UINT64_MAX)]
 
 
 def _quantity(value: Any) -> str:

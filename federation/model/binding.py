@@ -16,7 +16,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from federation.model.base import Int32, KubeModel, QuantityValue, StrictBool, StrictInt, StrictStr
+from federation.model.base import Int32, Int64, KubeModel, QuantityValue, StrictBool, StrictStr
 from federation.model.meta import Condition, ObjectMeta, find_condition
 from federation.model.placement import Placement, Toleration
 from federation.model.policy import FailoverBehavior, PurgeMode, Suspension
@@ -136,7 +136,7 @@ class AggregatedStatusItem(KubeModel):
 
 
 class ResourceBindingStatus(KubeModel):
-    scheduler_observed_generation: StrictInt | None = None
+    scheduler_observed_generation: Int64 | None = None
     scheduler_observing_affinity_name: StrictStr | None = None
     last_scheduled_time: datetime | None = None
     conditions: tuple[Condition, ...] | None = None

@@ -16,7 +16,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Literal
 
-from federation.model.base import Field, KubeModel, QuantityValue, StrictBool, StrictInt, StrictStr
+from federation.model.base import Field, Int32, Int64, KubeModel, QuantityValue, StrictBool, StrictStr, Uint64
 from federation.model.meta import Condition, ObjectMeta, find_condition
 from federation.model.placement import Taint
 from federation.model.quantity import parse_quantity
@@ -38,7 +38,7 @@ class ResourceModelRange(KubeModel):
 
 
 class ResourceModel(KubeModel):
-    grade: StrictInt
+    grade: Uint64
     ranges: tuple[ResourceModelRange, ...]
 
 
@@ -72,13 +72,13 @@ class APIEnablement(KubeModel):
 
 
 class NodeSummary(KubeModel):
-    total_num: StrictInt | None = None
-    ready_num: StrictInt | None = None
+    total_num: Int32 | None = None
+    ready_num: Int32 | None = None
 
 
 class AllocatableModeling(KubeModel):
-    grade: StrictInt
-    count: StrictInt
+    grade: Uint64
+    count: Int64
 
 
 class ResourceSummary(KubeModel):

@@ -91,6 +91,13 @@ _KARMADA: tuple[KindInfo, ...] = (
     _k("work.karmada.io/v1alpha1", "Work", "works", "wk"),
     _k("cluster.karmada.io/v1alpha1", "Cluster", "clusters", namespaced=False),
     _k("apps.karmada.io/v1alpha1", "WorkloadRebalancer", "workloadrebalancers", "wr", namespaced=False),
+    _k(
+        "policy.karmada.io/v1alpha1",
+        "ClusterTaintPolicy",
+        "clustertaintpolicies",
+        namespaced=False,
+        status=False,
+    ),
 )
 _KOSMOS: tuple[KindInfo, ...] = (
     _k("kosmos.io/v1alpha1", "WorkloadPolicy", "workloadpolicies", "wlp", status=False),
@@ -110,6 +117,9 @@ _BUILTIN: tuple[KindInfo, ...] = (
     _k("v1", "ServiceAccount", "serviceaccounts", "sa", status=False),
     _k("v1", "PersistentVolumeClaim", "persistentvolumeclaims", "pvc"),
     _k("v1", "PersistentVolume", "persistentvolumes", "pv", namespaced=False),
+    _k("v1", "ResourceQuota", "resourcequotas", "quota"),
+    _k("v1", "LimitRange", "limitranges", "limits", status=False),
+    _k("scheduling.k8s.io/v1", "PriorityClass", "priorityclasses", "pc", namespaced=False, status=False),
     _k("networking.k8s.io/v1", "Ingress", "ingresses", "ing"),
     _k("networking.k8s.io/v1", "NetworkPolicy", "networkpolicies", "netpol", status=False),
     _k("rbac.authorization.k8s.io/v1", "Role", "roles", status=False),
@@ -185,6 +195,17 @@ def karmada_kinds() -> tuple[KindInfo, ...]:
 def builtin_kinds() -> tuple[KindInfo, ...]:
     """The Kubernetes kinds registered as resource templates."""
     return _BUILTIN
+
+
+_BUILTIN_GVK = frozenset((i.group, i.version, i.kind) for i in _BUILTIN)
+
+
+def is_builtin_kind(info: KindInfo) -> bool:
+    """A registered Kubernetes kind (exact group, version and kind): kube-apiserver's rules apply to it.
+
+    Compared by group/version/kind alone, so a KindInfo built elsewhere for the same kind counts too.
+    """
+    return (info.group, info.version, info.kind) in _BUILTIN_GVK
 
 
 def is_karmada_kind(info: KindInfo) -> bool:

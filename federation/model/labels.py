@@ -30,6 +30,8 @@ _DNS1123_LABEL_RE: Final = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS1123_SUBDOMAIN_RE: Final = re.compile(
     r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 )
+_DNS1035_LABEL_RE: Final = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_CONFIG_KEY_RE: Final = re.compile(r"^[-._a-zA-Z0-9]+$")
 _NAME_CHARS: Final = (
     "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
     "alphanumeric character"
@@ -59,6 +61,46 @@ def is_dns1123_subdomain(value: str) -> list[str]:
             "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
             "and must start and end with an alphanumeric character (e.g. 'example.com')"
         )
+    return errors
+
+
+def is_dns1035_label(value: str) -> list[str]:
+    """RFC 1035 label (Service names): like a DNS-1123 label, but it must start with a letter."""
+    errors: list[str] = []
+    if len(value) > 63:
+        errors.append("must be no more than 63 characters")
+    if not _DNS1035_LABEL_RE.match(value):
+        errors.append(
+            "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
+            "alphabetic character, and end with an alphanumeric character (e.g. 'my-name', or 'abc-123')"
+        )
+    return errors
+
+
+def is_path_segment_name(value: str) -> list[str]:
+    """apimachinery ``IsValidPathSegmentName`` (RBAC names such as ``system:aggregate-to-view``): anything
+    that can be one URL path segment."""
+    if value in (".", ".."):
+        return [f"may not be '{value}'"]
+    return [f"may not contain '{c}'" for c in ("/", "%") if c in value]
+
+
+def is_config_map_key(value: str) -> list[str]:
+    """A ConfigMap or Secret data key: at most 253 of ``[-._a-zA-Z0-9]``, and not ``.`` or ``..``-prefixed."""
+    errors: list[str] = []
+    if len(value) > 253:
+        errors.append("must be no more than 253 characters")
+    if not _CONFIG_KEY_RE.match(value):
+        errors.append(
+            "a valid config key must consist of alphanumeric characters, '-', '_' or '.' "
+            "(e.g. 'key.name', or 'KEY_NAME', or 'key-name')"
+        )
+    if value == ".":
+        errors.append("must not be '.'")
+    elif value == "..":
+        errors.append("must not be '..'")
+    elif value.startswith(".."):
+        errors.append("must not start with '..'")
     return errors
 
 

@@ -4,9 +4,9 @@ Invariants:
 - ``FieldError.field`` is a Kubernetes field path: dotted JSON (alias) names with list indices and map keys in
   brackets, e.g. ``spec.placement.spreadConstraints[0].maxGroups`` or ``metadata.labels[app]``. The API layer
   copies it verbatim into ``Status.details.causes[].field``.
-- ``FieldError.reason`` is one of the four ``REASON_*`` values, which are Kubernetes' ``CauseType`` strings.
+- ``FieldError.reason`` is one of the six ``REASON_*`` values, which are Kubernetes' ``CauseType`` strings.
 - Messages follow Kubernetes' wording (``Invalid value: "x": ...``, ``Required value``, ``Unsupported value``,
-  ``Duplicate value``) so users see what ``kubectl`` would have shown them.
+  ``Duplicate value``, ``Forbidden``, ``Too long``) so users see what ``kubectl`` would have shown them.
 - ``ValidationFailed`` always carries at least one error; validators collect every error, never just the
   first.
 - ``ObjectMeta``/``Condition`` are shape-only models (like every model here); name rules live in validation.
@@ -20,14 +20,23 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, Literal
 
-from federation.model.base import KubeModel, StrictInt, StrictStr
+from federation.model.base import Int64, KubeModel, StrictStr
 
-Reason = Literal["FieldValueInvalid", "FieldValueRequired", "FieldValueNotSupported", "FieldValueDuplicate"]
+Reason = Literal[
+    "FieldValueInvalid",
+    "FieldValueRequired",
+    "FieldValueNotSupported",
+    "FieldValueDuplicate",
+    "FieldValueForbidden",
+    "FieldValueTooLong",
+]
 
 REASON_INVALID: Final = "FieldValueInvalid"
 REASON_REQUIRED: Final = "FieldValueRequired"
 REASON_NOT_SUPPORTED: Final = "FieldValueNotSupported"
 REASON_DUPLICATE: Final = "FieldValueDuplicate"
+REASON_FORBIDDEN: Final = "FieldValueForbidden"
+REASON_TOO_LONG: Final = "FieldValueTooLong"
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +120,16 @@ def duplicate(field: str, value: object) -> FieldError:
     return FieldError(field, f"Duplicate value: {_show(value)}", REASON_DUPLICATE)
 
 
+def forbidden(field: str, detail: str) -> FieldError:
+    """``Forbidden: <detail>`` (a field that may not be set here)."""
+    return FieldError(field, f"Forbidden: {detail}", REASON_FORBIDDEN)
+
+
+def too_long(field: str, limit: int) -> FieldError:
+    """``Too long: may not be more than <limit> bytes``."""
+    return FieldError(field, f"Too long: may not be more than {limit} bytes", REASON_TOO_LONG)
+
+
 # ---------------------------------------------------------------------------------------------------------
 # metav1.ObjectMeta and metav1.Condition
 
@@ -123,7 +142,7 @@ class ObjectMeta(KubeModel):
     namespace: StrictStr | None = None
     uid: StrictStr | None = None
     resource_version: StrictStr | None = None
-    generation: StrictInt | None = None
+    generation: Int64 | None = None
     creation_timestamp: datetime | None = None
     deletion_timestamp: datetime | None = None
     labels: dict[StrictStr, StrictStr] | None = None
@@ -140,7 +159,7 @@ class Condition(KubeModel):
     reason: StrictStr | None = None
     message: StrictStr | None = None
     last_transition_time: datetime | None = None
-    observed_generation: StrictInt | None = None
+    observed_generation: Int64 | None = None
 
 
 def find_condition(conditions: Iterable[Condition] | None, type_: str) -> Condition | None:
@@ -150,9 +169,11 @@ def find_condition(conditions: Iterable[Condition] | None, type_: str) -> Condit
 
 __all__ = [
     "REASON_DUPLICATE",
+    "REASON_FORBIDDEN",
     "REASON_INVALID",
     "REASON_NOT_SUPPORTED",
     "REASON_REQUIRED",
+    "REASON_TOO_LONG",
     "Condition",
     "FieldError",
     "ObjectMeta",
@@ -160,9 +181,11 @@ __all__ = [
     "ValidationFailed",
     "duplicate",
     "find_condition",
+    "forbidden",
     "invalid",
     "join_path",
     "key_path",
     "not_supported",
     "required",
+    "too_long",
 ]

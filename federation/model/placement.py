@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Literal
 
-from federation.model.base import KubeModel, StrictInt, StrictStr
+from federation.model.base import Int64, KubeModel, StrictStr
 from federation.model.labels import LabelSelector, Requirement
 
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
@@ -57,7 +57,7 @@ class Toleration(KubeModel):
     operator: Literal["Equal", "Exists", ""] | None = None
     value: StrictStr | None = None
     effect: TolerationEffect | None = None
-    toleration_seconds: StrictInt | None = None
+    toleration_seconds: Int64 | None = None
 
     def tolerates(self, taint: Taint) -> bool:
         """Kubernetes ``ToleratesTaint``: empty effect matches every effect, empty key + Exists every key."""
@@ -150,8 +150,8 @@ class ClusterAffinityTerm(ClusterAffinity):
 class SpreadConstraint(KubeModel):
     spread_by_field: Literal["cluster", "region", "zone", "provider", ""] | None = None
     spread_by_label: StrictStr | None = None
-    max_groups: StrictInt | None = None
-    min_groups: StrictInt | None = None
+    max_groups: Int64 | None = None
+    min_groups: Int64 | None = None
 
     def effective_field(self) -> str:
         """The grouping field after Karmada's defaulting: ``cluster`` when neither field nor label is set."""
@@ -166,7 +166,7 @@ class SpreadConstraint(KubeModel):
 
 class StaticClusterWeight(KubeModel):
     target_cluster: ClusterAffinity
-    weight: StrictInt
+    weight: Int64
 
 
 class ClusterPreferences(KubeModel):

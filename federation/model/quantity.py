@@ -6,20 +6,33 @@ Invariants:
   G T P E`` or none) or a decimal exponent (``e3``, ``E-2``). Surrounding whitespace is rejected, like
   Kubernetes does. ``int`` and ``float`` inputs (what YAML produces for ``cpu: 2``) are accepted; ``bool`` is
   not.
-- Results are exact ``Decimal`` values; no float arithmetic ever happens on a string input.
+- Results are exact ``Decimal`` values; no float arithmetic ever happens on a string input. Like Kubernetes'
+  ``ParseQuantity``, a value finer than a nano-unit is rounded up (away from zero) to whole nano-units:
+  ``1e-12`` is ``1n``, so no value carries more than nine decimal places.
 - ``to_milli`` and ``to_int`` round **up**, like ``Quantity.MilliValue()`` / ``Quantity.Value()``: a request
   of ``0.0001`` CPU is 1m, never 0 (a request never shrinks by rounding).
-- Every error is a ``ValueError`` whose message names the offending value.
+- Every error is a ``ValueError`` whose message names the offending value (never a ``decimal`` exception);
+  a well-formed value out of range raises its subclass ``QuantityRangeError``.
+- A magnitude of ``MAX_MAGNITUDE`` (10^40) or more is refused. Kubernetes keeps such a value (it caps only
+  binary-suffixed ones, at 2^63-1), but no resource is that large, and an exact integer of ``1e999999`` takes
+  half a minute to build: one such request must not stall admission or a controller.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import ROUND_UP, Decimal, DecimalException, localcontext
 from typing import Final
 
 QuantityInput = str | int | float | Decimal
+
+MAX_MAGNITUDE: Final = Decimal("1e40")
+_NANO: Final = Decimal("1e-9")
+# Enough digits for any value below MAX_MAGNITUDE in nano-units, so scaling and rounding stay exact.
+_PRECISION: Final = 60
+# An exponent this long is out of range whatever the number is; checked before Decimal sees it.
+_MAX_EXPONENT_DIGITS: Final = 6
 
 _BINARY: Final[dict[str, int]] = {
     "Ki": 1024,
@@ -48,25 +61,44 @@ _QUANTITY_RE: Final = re.compile(
 )
 
 
+class QuantityRangeError(ValueError):
+    """A well-formed quantity too large (or with too long an exponent) to accept; ``detail`` says which."""
+
+    def __init__(self, original: object, detail: str) -> None:
+        self.detail = detail
+        super().__init__(f"invalid quantity {_short(original)}: {detail}")
+
+
 def parse_quantity(value: QuantityInput) -> Decimal:
     """Parse a quantity (``"500m"``, ``"32Gi"``, ``"1e3"``, ``2``, ``1.5``) into an exact Decimal."""
     if isinstance(value, bool):
         raise ValueError(f"invalid quantity {value!r}: booleans are not quantities")
     if isinstance(value, Decimal):
-        return _check_finite(value, value)
+        return _finish(_check_finite(value, value), value)
     if isinstance(value, int):
-        return Decimal(value)
+        return _finish(_check_magnitude(value, value), value)
     if isinstance(value, float):
-        return _check_finite(Decimal(repr(value)), value)
-    if not isinstance(value, str):
-        raise ValueError(f"invalid quantity {value!r}: expected a string or a number")
-    return _parse_string(value)
+        return _finish(_check_finite(Decimal(repr(value)), value), value)
+    if isinstance(value, str):
+        return _parse_string(value)
+    raise ValueError(f"invalid quantity {value!r}: expected a string or a number")
 
 
 def _check_finite(number: Decimal, original: object) -> Decimal:
     if not number.is_finite():
         raise ValueError(f"invalid quantity {original!r}: must be a finite number")
     return number
+
+
+def _check_magnitude(number: Decimal | int, original: object) -> Decimal:
+    if abs(Decimal(number)) >= MAX_MAGNITUDE:
+        raise QuantityRangeError(original, "must be less than 1e40")
+    return Decimal(number)
+
+
+def _short(original: object) -> str:
+    text = repr(original)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _parse_string(text: str) -> Decimal:
@@ -76,16 +108,33 @@ def _parse_string(text: str) -> Decimal:
             f"invalid quantity {text!r}: expected a number with an optional suffix "
             "(n, u, m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei or an exponent like e3)"
         )
+    exponent = match["exp"]
+    if exponent is not None and len(exponent[1:].lstrip("+-").lstrip("0")) > _MAX_EXPONENT_DIGITS:
+        raise QuantityRangeError(text, "the exponent is out of range")
     try:
-        number = Decimal(match["num"])
-    except InvalidOperation as exc:  # pragma: no cover - the regex only admits valid decimals
-        raise ValueError(f"invalid quantity {text!r}") from exc
-    if match["exp"] is not None:
-        return _tidy(number.scaleb(int(match["exp"][1:])))
-    suffix = match["suffix"] or ""
+        with localcontext() as ctx:
+            ctx.prec = _PRECISION
+            return _finish(_scaled(Decimal(match["num"]), exponent, match["suffix"] or ""), text)
+    except DecimalException as exc:  # beyond the decimal context's exponent range
+        raise QuantityRangeError(text, "the exponent is out of range") from exc
+
+
+def _scaled(number: Decimal, exponent: str | None, suffix: str) -> Decimal:
+    if exponent is not None:
+        return number.scaleb(int(exponent[1:]))
     if suffix in _BINARY:
-        return _tidy(number * _BINARY[suffix])
-    return _tidy(number * _DECIMAL[suffix])
+        return number * _BINARY[suffix]
+    return number * _DECIMAL[suffix]
+
+
+def _finish(number: Decimal, original: object) -> Decimal:
+    """Refuse a too-large value (before anything slow), round up to nano-units, tidy."""
+    number = _check_magnitude(number, original)
+    if number.as_tuple().exponent < -9:  # type: ignore[operator]  # finite here, so an int
+        with localcontext() as ctx:
+            ctx.prec = _PRECISION
+            number = number.quantize(_NANO, rounding=ROUND_UP)
+    return _tidy(number)
 
 
 def _tidy(number: Decimal) -> Decimal:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from federation.model.base import Int32, KubeModel, StrictInt, StrictStr
+from federation.model.base import Int32, Int64, KubeModel, StrictStr
 from federation.model.binding import binding_name
 from federation.model.meta import ObjectMeta
 
@@ -56,7 +56,7 @@ class ObservedWorkload(KubeModel):
 
 class WorkloadRebalancerStatus(KubeModel):
     observed_workloads: tuple[ObservedWorkload, ...] | None = None
-    observed_generation: StrictInt | None = None
+    observed_generation: Int64 | None = None
     finish_time: datetime | None = None
 
 

@@ -20,7 +20,7 @@ from typing import Any, Literal
 from pydantic import Field, StrictStr
 
 from federation.model.base import KubeModel
-from federation.model.meta import ObjectMeta
+from federation.model.meta import FieldError, ObjectMeta, duplicate, required
 from federation.model.placement import ClusterAffinity, TaintEffect
 
 DEFAULT_POLICY_PREFIX = "federation-default"
@@ -136,3 +136,22 @@ def _added(taints: list[dict[str, Any]], wanted: Sequence[PolicyTaint], stamp: s
         result.append(added)
         present.add((taint.key, taint.effect))
     return result
+
+
+def spec_rules(spec: Mapping[str, Any], path: str) -> list[FieldError]:
+    """Beyond the shape: Karmada's webhook refuses two taints with the same key and effect, and a policy
+    that can never act (no condition list at all)."""
+    errors: list[FieldError] = []
+    seen: set[tuple[Any, Any]] = set()
+    for index, taint in enumerate(spec.get("taints") or []):
+        if not isinstance(taint, Mapping):
+            continue
+        identity = (taint.get("key"), taint.get("effect"))
+        if identity in seen:
+            errors.append(duplicate(f"{path}.taints[{index}]", f"{identity[0]}:{identity[1]}"))
+        seen.add(identity)
+    if not spec.get("addOnConditions") and not spec.get("removeOnConditions"):
+        errors.append(
+            required(f"{path}.addOnConditions", "addOnConditions or removeOnConditions must be set")
+        )
+    return errors

@@ -1,31 +1,37 @@
-"""Validate and parse API manifests: metadata rules, model shape, and Karmada's webhook rules, all at once.
+"""Validate and parse API manifests: metadata rules, model shape, Karmada's webhook rules and kube-apiserver's
+rules for built-in kinds, all at once.
 
 Entry points: ``validate_object`` (every problem as a ``FieldError``), ``parse_object`` (typed object or
-``ValidationFailed``), ``validate_update`` (immutable fields), ``pydantic_errors`` (pydantic → field paths).
+``ValidationFailed``), ``validate_update`` (immutable fields), ``pydantic_errors`` (pydantic → field paths,
+from ``shape``).
 
 Invariants:
 - Every bad field is reported, not just the first: metadata checks, the pydantic shape pass and the webhook
   rules (``rules``/``rules_objects``) all run on the raw manifest, independently of each other's outcome.
 - Field paths use JSON (alias) names with ``[i]`` indices and ``[key]`` map keys, e.g.
   ``spec.placement.clusterTolerations[1].operator``; errors are de-duplicated and kept in discovery order.
-- Resource templates (any kind that is not Karmada's or Kosmos') get metadata checks only: the member
-  cluster's API server owns their schema.
+- Karmada/Kosmos kinds: integers are range-checked as the CRD's Go type (int32, int64, uint), so nothing
+  stored overflows a field a controller or a member reads.
+- Registered built-in kinds (``kinds.is_builtin_kind``: Deployment, Job, Pod, ConfigMap, Service, ...) get
+  kube-apiserver's name rule for their kind and its spec rules (``rules_builtin``): what kube-apiserver would
+  refuse, this refuses, with the same field path. Any other resource template (a CRD's kind, an unregistered
+  version) gets metadata checks only: the member cluster's API server owns its schema.
+- Validation never raises on a bad value; whatever it passes, the workload interpreter can read.
 - No I/O, no clock: the same manifest always gives the same errors.
 """
 
 from __future__ import annotations
 
-import types
 import typing
 from collections.abc import Callable, Mapping
-from typing import Any, Union, get_args, get_origin
+from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
-from federation.model import rules, rules_objects
+from federation.model import rules, rules_builtin, rules_objects, taintpolicy
 from federation.model.binding import ClusterResourceBinding, ResourceBinding
 from federation.model.cluster import Cluster
-from federation.model.kinds import KindInfo, by_gvk, is_federation_kind
+from federation.model.kinds import KindInfo, by_gvk, is_builtin_kind, is_federation_kind
 from federation.model.labels import is_dns1123_label, is_dns1123_subdomain, is_qualified_name, validate_labels
 from federation.model.meta import (
     FieldError,
@@ -38,6 +44,8 @@ from federation.model.meta import (
 )
 from federation.model.policy import ClusterPropagationPolicy, PropagationPolicy
 from federation.model.rebalancer import WorkloadRebalancer
+from federation.model.shape import loc_to_path, pydantic_errors
+from federation.model.taintpolicy import ClusterTaintPolicy
 from federation.model.work import Work
 from federation.model.workloadpolicy import WorkloadPolicy
 
@@ -50,6 +58,7 @@ ApiModel = (
     | Cluster
     | WorkloadRebalancer
     | WorkloadPolicy
+    | ClusterTaintPolicy
 )
 SpecRule = Callable[[Mapping[str, Any], str], list[FieldError]]
 
@@ -62,6 +71,7 @@ MODELS: dict[str, type[BaseModel]] = {
     "Cluster": Cluster,
     "WorkloadRebalancer": WorkloadRebalancer,
     "WorkloadPolicy": WorkloadPolicy,
+    "ClusterTaintPolicy": ClusterTaintPolicy,
 }
 SPEC_RULES: dict[str, SpecRule] = {
     "PropagationPolicy": rules.propagation_spec,
@@ -72,8 +82,20 @@ SPEC_RULES: dict[str, SpecRule] = {
     "Cluster": rules_objects.cluster_spec,
     "WorkloadRebalancer": rules_objects.rebalancer_spec,
     "WorkloadPolicy": rules_objects.workload_policy_spec,
+    "ClusterTaintPolicy": taintpolicy.spec_rules,
 }
 TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
+
+__all__ = [
+    "MODELS",
+    "ApiModel",
+    "loc_to_path",
+    "parse_object",
+    "pydantic_errors",
+    "validate_metadata",
+    "validate_object",
+    "validate_update",
+]
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -92,6 +114,8 @@ def validate_object(manifest: Any, info: KindInfo | None = None) -> list[FieldEr
         spec = manifest.get("spec")
         if isinstance(spec, Mapping):
             errors += SPEC_RULES[info.kind](spec, "spec")
+    elif info is not None and is_builtin_kind(info):
+        errors += rules_builtin.validate_builtin(manifest, info)
     return _dedupe(errors)
 
 
@@ -178,9 +202,8 @@ def _name(metadata: Mapping[str, Any], info: KindInfo | None) -> list[FieldError
 def _name_rule(info: KindInfo | None) -> Callable[[str], list[str]]:
     if info is not None and info.kind == "Cluster" and info.group == "cluster.karmada.io":
         return rules_objects.cluster_name
-    if info is not None and info.kind == "Namespace" and info.group == "":
-        return is_dns1123_label
-    return is_dns1123_subdomain
+    builtin = rules_builtin.name_rule(info) if info is not None and is_builtin_kind(info) else None
+    return builtin or is_dns1123_subdomain
 
 
 def _namespace(metadata: Mapping[str, Any], info: KindInfo | None) -> list[FieldError]:
@@ -217,79 +240,7 @@ def _annotations(annotations: Any) -> list[FieldError]:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# pydantic errors → Kubernetes field errors
-
-
-def pydantic_errors(
-    model: type[BaseModel], data: Mapping[str, Any], skip: tuple[str, ...] = (), prefix: str = ""
-) -> list[FieldError]:
-    """Validate ``data`` against ``model``; every pydantic error as a FieldError at its JSON path."""
-    try:
-        model.model_validate(data)
-    except ValidationError as exc:
-        return [_convert(model, e, prefix) for e in exc.errors() if not (e["loc"] and e["loc"][0] in skip)]
-    return []
-
-
-def _convert(model: type[BaseModel], error: Any, prefix: str) -> FieldError:
-    path, leaf = loc_to_path(model, tuple(error["loc"]))
-    path = join_path(prefix, path) if prefix and path else prefix or path
-    kind = error["type"]
-    if kind == "missing":
-        return required(path)
-    if kind in ("literal_error", "enum") and get_origin(leaf) is typing.Literal:
-        return not_supported(path, error.get("input"), [str(a) for a in get_args(leaf) if a != ""])
-    message = str(error["msg"]).removeprefix("Value error, ")
-    return invalid(path, error.get("input"), message)
-
-
-def loc_to_path(model: type[BaseModel], loc: tuple[str | int, ...]) -> tuple[str, Any]:
-    """Map a pydantic error location to a field path, walking the model's annotations for map vs field.
-
-    Returns the path and the annotation found at its end (used to list a Literal's allowed values).
-    """
-    path = ""
-    current: Any = model
-    for segment in loc:
-        current = _unwrap(current)
-        if segment == "[key]":
-            continue
-        if isinstance(current, type) and issubclass(current, BaseModel) and isinstance(segment, str):
-            path, current = join_path(path, segment), _field_annotation(current, segment)
-        elif get_origin(current) in (dict, Mapping) and not isinstance(segment, int):
-            path, current = key_path(path, str(segment)), _args(current, 1)
-        elif isinstance(segment, int):
-            path, current = join_path(path, segment), _args(current, 0)
-        else:
-            path, current = join_path(path, str(segment)), None
-    return path, _unwrap(current)
-
-
-def _field_annotation(model: type[BaseModel], alias: str) -> Any:
-    for name, field in model.model_fields.items():
-        if alias in (field.alias, name):
-            return field.annotation
-    return None
-
-
-def _args(annotation: Any, index: int) -> Any:
-    args = get_args(annotation)
-    return args[index] if len(args) > index else None
-
-
-def _unwrap(annotation: Any) -> Any:
-    """Strip Annotated and Optional wrappers (a union with more than one real member is left as is)."""
-    while True:
-        origin = get_origin(annotation)
-        if origin is typing.Annotated:
-            annotation = get_args(annotation)[0]
-            continue
-        if origin in (Union, types.UnionType):
-            members = [a for a in get_args(annotation) if a is not type(None)]
-            if len(members) == 1:
-                annotation = members[0]
-                continue
-        return annotation
+# helpers
 
 
 def _dedupe(errors: list[FieldError]) -> list[FieldError]:

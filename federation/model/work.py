@@ -7,7 +7,9 @@ Invariants:
 - ``work_name`` is stable and unique per (namespace, name, kind) of the resource: ``<lower name>-<suffix>``
   where the suffix is FNV-1a-32 of ``lower("<ns>-<name>-<kind>")`` (``"<name>-<kind>"`` when cluster-scoped)
   rendered with apimachinery's ``SafeEncodeString`` alphabet. Karmada hashes a spew dump of the string, so the
-  suffix is *not* bit-identical to Karmada's; nothing depends on that.
+  suffix is *not* bit-identical to Karmada's; nothing depends on that. As in Karmada's ``GenerateWorkName``,
+  a ``:`` in the name part (RBAC names such as ``system:aggregate-to-view``) becomes ``.``, so the Work name
+  stays a DNS subdomain; the suffix hashes the real name, so ``system:x`` and ``system.x`` still differ.
 - ``workload.manifests`` are raw objects, kept as dicts.
 """
 
@@ -55,7 +57,7 @@ def work_name(namespace: str, name: str, kind: str) -> str:
     key = f"{namespace}-{name}-{kind}" if namespace else f"{name}-{kind}"
     digits = str(_fnv32a(key.lower()))
     suffix = "".join(_SAFE_ALPHABET[ord(c) % len(_SAFE_ALPHABET)] for c in digits)
-    return f"{name.lower()}-{suffix}"
+    return f"{name.replace(':', '.').lower()}-{suffix}"
 
 
 class WorkloadTemplate(KubeModel):

@@ -107,5 +107,12 @@ def test_template_returns_the_manifest():
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": {"name": "nginx", "namespace": "default"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "nginx"}},
+            "template": {
+                "metadata": {"labels": {"app": "nginx"}},
+                "spec": {"containers": [{"name": "nginx", "image": "nginx:1.27"}]},
+            },
+        },
     }
     assert parse_object(deploy) == deploy

@@ -1,8 +1,16 @@
+import time
 from decimal import Decimal
 
 import pytest
 
-from federation.model.quantity import format_quantity, is_quantity, parse_quantity, to_int, to_milli
+from federation.model.quantity import (
+    QuantityRangeError,
+    format_quantity,
+    is_quantity,
+    parse_quantity,
+    to_int,
+    to_milli,
+)
 
 
 @pytest.mark.parametrize(
@@ -77,3 +85,29 @@ def test_to_milli_and_to_int_round_up(value, milli, whole):
 def test_format_quantity(value, binary, text):
     assert format_quantity(value, binary=binary) == text
     assert parse_quantity(text) == parse_quantity(value)
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("1e-12", Decimal("1E-9")),  # finer than a nano-unit rounds up to 1n, as Kubernetes does
+        ("-1e-12", Decimal("-1E-9")),
+        ("1.0000000001", Decimal("1.000000001")),
+        ("1e-999999", Decimal("1E-9")),
+        ("1e39", Decimal(10**39)),
+        (1e-20, Decimal("1E-9")),
+    ],
+)
+def test_parse_quantity_rounds_up_to_nano_units(text, value):
+    assert parse_quantity(text) == value
+
+
+@pytest.mark.parametrize(
+    "bad", ["1e40", "1e999999", "9" * 60, "1e1000000000", "1e-99999999", "0e99999999999", 10**40, 1e308]
+)
+def test_parse_quantity_refuses_out_of_range_quickly(bad):
+    started = time.monotonic()
+    with pytest.raises(QuantityRangeError, match="invalid quantity"):
+        parse_quantity(bad)
+    assert time.monotonic() - started < 0.5  # "1e999999" once took 30 s to turn into an int
+    assert not is_quantity(bad)

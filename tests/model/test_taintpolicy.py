@@ -87,3 +87,27 @@ def test_empty_condition_lists_never_match() -> None:
 def test_a_policy_needs_at_least_one_taint() -> None:
     with pytest.raises(ValueError):
         ClusterTaintPolicySpec.model_validate({"taints": []})
+
+
+def test_admission_of_cluster_taint_policies() -> None:
+    from federation.model.kinds import by_gvk
+    from federation.model.validation import validate_object
+
+    info = by_gvk("policy.karmada.io/v1alpha1", "ClusterTaintPolicy")
+    assert info is not None and not info.namespaced
+    assert all(validate_object(p, info) == [] for p in default_policies())
+    bad = {
+        "apiVersion": "policy.karmada.io/v1alpha1",
+        "kind": "ClusterTaintPolicy",
+        "metadata": {"name": "x"},
+        "spec": {
+            "taints": [{"key": "a", "effect": "NoExecute"}, {"key": "a", "effect": "NoExecute"}],
+            "addOnConditions": [{"conditionType": "Ready", "operator": "Foo", "statusValues": ["False"]}],
+        },
+    }
+    assert {e.field for e in validate_object(bad, info)} == {
+        "spec.addOnConditions[0].operator",
+        "spec.taints[1]",
+    }
+    never = {**bad, "spec": {"taints": [{"key": "a", "effect": "NoExecute"}]}}
+    assert [e.field for e in validate_object(never, info)] == ["spec.addOnConditions"]

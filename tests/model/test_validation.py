@@ -435,14 +435,14 @@ def test_generate_name_is_enough():
     assert validate_object(manifest) == []
 
 
-def test_templates_get_metadata_checks_only():
-    deploy = {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": "x", "namespace": "d"},
-        "spec": 5,
-    }
-    assert validate_object(deploy) == []
+def test_unregistered_templates_get_metadata_checks_only():
+    # A CRD's kind (or an unregistered version of a built-in one): the member's API server owns its schema.
+    for api_version, kind in (("example.com/v1", "Widget"), ("apps/v1beta9", "Deployment")):
+        template = {"apiVersion": api_version, "kind": kind, "metadata": {"name": "x", "namespace": "d"}}
+        assert validate_object(template | {"spec": 5}) == []
+    # A registered built-in kind gets kube-apiserver's rules (tests/model/test_rules_builtin.py).
+    deploy = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x", "namespace": "d"}}
+    assert fields(deploy | {"spec": 5}) == [("spec", INVALID)]
     widget = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "UPPER"}}
     assert fields(widget) == [("metadata.name", INVALID)]
     assert fields({"kind": "Widget", "metadata": {"name": "w"}}) == [("apiVersion", REQUIRED)]
