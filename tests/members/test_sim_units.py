@@ -134,3 +134,16 @@ def test_statefulset_pods_are_ordinals() -> None:
     assert [p["metadata"]["name"] for p in plan.create] == ["db-0", "db-1", "db-2"]
     sts["spec"]["replicas"] = 1
     assert plan_pods(sts, plan.create, random.Random(0)).delete == ["db-2", "db-1"]
+
+
+def test_rbac_names_are_path_segments_like_kube_apiserver() -> None:
+    from federation.members.sim.kinds import ResourceType
+    from federation.members.sim.validation import check_name
+
+    cluster_roles = ResourceType("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", False)
+    check_name(cluster_roles, "system:aggregate-to-view", None)  # accepted
+    with pytest.raises(ApiError):
+        check_name(cluster_roles, "a/b", None)
+    config_maps = ResourceType("", "v1", "ConfigMap", "configmaps", True)
+    with pytest.raises(ApiError):
+        check_name(config_maps, "system:x", None)

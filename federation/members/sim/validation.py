@@ -16,8 +16,10 @@ from federation.members.sim import errors
 from federation.members.sim.kinds import Registry, ResourceType
 from federation.members.sim.runtime import is_workload
 from federation.members.sim.selectors import match_labels
+from federation.model.labels import is_path_segment_name
 
 _NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+RBAC_GROUP = "rbac.authorization.k8s.io"
 
 
 def check_body(rtype: ResourceType, body: Any, name: str | None) -> dict[str, Any]:
@@ -41,6 +43,8 @@ def check_name(rtype: ResourceType, given: Any, path_name: str | None) -> None:
         raise errors.invalid(rtype.kind, rtype.group, "", "metadata.name", "Required value: name is required")
     if path_name is not None and given != path_name:
         raise errors.bad_request("the name of the object does not match the name on the URL")
+    if rtype.group == RBAC_GROUP and isinstance(given, str) and given and not is_path_segment_name(given):
+        return  # RBAC names are path segments (kube-apiserver): `system:aggregate-to-view` is valid
     if not isinstance(given, str) or len(given) > 253 or not _NAME_RE.match(given):
         raise errors.invalid(
             rtype.kind,
