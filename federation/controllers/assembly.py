@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from federation.controllers.application_failover import ApplicationFailover
 from federation.controllers.binding_status import BindingStatusController
 from federation.controllers.cluster_status import ClusterStatusController
 from federation.controllers.detector import Detector
@@ -74,7 +75,7 @@ def build_reconcilers(deps: ControllerDeps) -> list[Reconciler]:
 
 
 def failover_reconcilers(deps: ControllerDeps) -> list[Reconciler]:
-    """Taints → evictions → graceful removal of the old copies."""
+    """Taints and failing workloads → evictions → graceful removal of the old copies."""
     settings = deps.settings.failover
     return [
         # Woken by every Cluster write (status included); the interval is the safety net.
@@ -82,6 +83,7 @@ def failover_reconcilers(deps: ControllerDeps) -> list[Reconciler]:
             deps.uow, deps.clock, interval_seconds=deps.settings.controllers.status_interval_seconds
         ),
         TaintManager(deps.uow, deps.clock, settings),
+        ApplicationFailover(deps.uow, deps.clock, settings, batch_size=deps.settings.controllers.batch_size),
         GracefulEvictionController(
             deps.uow,
             deps.clock,

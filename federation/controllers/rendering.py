@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from federation.model import budget
 from federation.model.binding import CLUSTER_PERMANENT_ID_LABEL, PERMANENT_ID_LABEL
 from federation.model.work import (
     WORK_FINALIZER,
@@ -58,6 +59,7 @@ _SERVER_METADATA = (
     "ownerReferences",
     "finalizers",
 )
+_BUDGET_ANNOTATIONS = (budget.RESCHEDULE_COUNT_ANNOTATION, budget.TRIED_CLUSTERS_ANNOTATION)
 _DEPLOYMENT_REVISION_ANNOTATIONS = (
     "deployment.kubernetes.io/revision",
     "deployment.kubernetes.io/revision-history",
@@ -221,6 +223,9 @@ def prune(template: Mapping[str, Any]) -> dict[str, Any]:
     if manifest.get("kind") == "Deployment":
         for key in _DEPLOYMENT_REVISION_ANNOTATIONS:
             (meta.get("annotations") or {}).pop(key, None)
+    # The failover budget's bookkeeping is the control plane's: a budget write must not re-apply Works.
+    for key in _BUDGET_ANNOTATIONS:
+        (meta.get("annotations") or {}).pop(key, None)
     if manifest.get("kind") == "Service":
         _prune_cluster_ip(manifest)
     if "annotations" in meta and not meta["annotations"]:

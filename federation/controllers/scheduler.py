@@ -19,6 +19,8 @@ Invariants:
   writer) is retried at the next tick: a decision is only written for the generation it was made for.
 - Any other failure of one binding (a malformed binding the engine or planner cannot read) releases
   that binding's claim with back-off (``claims.fail``) and a Warning event; the batch goes on.
+- The engine avoids the clusters in the template's failover tried list; a result that had to ignore
+  them clears that list in the same transaction as the decision (``application_failover``).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from federation.controllers import isolation
+from federation.controllers import application_failover, isolation
 from federation.controllers.runtime import Clock, Outcome
 from federation.model.workloadpolicy import WorkloadPolicy
 from federation.scheduling import engine, planner, snapshot
@@ -243,6 +245,9 @@ class Scheduler:
         repo.update_status(namespace, name, written.get("status"))
         if result is not None:
             _record(session, written, result, now)
+        if result is not None and result.avoid_ignored:
+            # Only the clusters the workload already failed on could take it: its tried list goes.
+            application_failover.clear_avoid_list(session, written, now, self.clock.now)
         return own_bumps
 
     def _retry_at(

@@ -17,9 +17,9 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from federation.model.base import Int32, KubeModel, StrictBool, StrictStr
+from federation.model.base import Field, Int32, KubeModel, StrictBool, StrictStr
 from federation.model.labels import LabelSelector
 from federation.model.meta import ObjectMeta
 from federation.model.placement import Placement
@@ -94,6 +94,9 @@ class ApplicationFailoverBehavior(KubeModel):
     purge_mode: PurgeMode | None = None
     grace_period_seconds: Int32 | None = None
     state_preservation: StatePreservation | None = None
+    # Ours, not Karmada's: the failover retry budget of the workloads this policy claims, unless a
+    # workload's ``failover.federation.io/max-reschedules`` annotation says otherwise (``model/budget.py``).
+    max_reschedules: Annotated[Int32, Field(ge=0)] | None = None
 
     def effective_purge_mode(self) -> Literal["Directly", "Gracefully", "Never"]:
         return _PURGE_ALIASES[self.purge_mode or ""]

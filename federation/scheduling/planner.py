@@ -4,7 +4,8 @@ scheduler writes it. Shared by the scheduler controller and ``federation plan``;
 Invariants:
 - ``binding_input`` reads only the binding (``spec.resource/replicas/replicaRequirements/placement/
   clusters/gracefulEvictionTasks/rescheduleTriggeredAt``, ``status.lastScheduledTime/
-  schedulerObservingAffinityName``) plus the template's labels, which choose the WorkloadPolicy.
+  schedulerObservingAffinityName``) plus the template's labels, which choose the WorkloadPolicy, and its
+  ``failover.federation.io/tried-clusters`` annotation, the clusters to avoid (``model/budget.py``).
 - ``apply_result`` is Karmada's write (semantics §1.7): ``spec.clusters`` and the applied-placement
   annotation only when the result writes clusters (Success, NoClusterFit); the ``Scheduled`` condition
   always (``lastTransitionTime`` moves only when its status flips); ``schedulerObservedGeneration`` (the
@@ -23,6 +24,7 @@ from collections.abc import Collection, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from federation.model import budget
 from federation.model.binding import APPLIED_PLACEMENT_ANNOTATION, CONDITION_SCHEDULED
 from federation.model.placement import Placement
 from federation.model.quantity import to_int, to_milli
@@ -156,7 +158,8 @@ def workload_policy_for(
 def binding_input(
     binding: Manifest, template: Manifest | None, workload_policies: Sequence[Manifest] = ()
 ) -> BindingInput:
-    """What the engine reads of a binding (and of its template: the labels that pick a WorkloadPolicy)."""
+    """What the engine reads of a binding (and of its template: the labels that pick a WorkloadPolicy,
+    the clusters the workload already failed on)."""
     spec, status = _spec(binding), _status(binding)
     resource = spec.get("resource") or {}
     requirements = spec.get("replicaRequirements")
@@ -182,6 +185,7 @@ def binding_input(
         ),
         observed_affinity=str(status.get("schedulerObservingAffinityName") or ""),
         workload_policy=policy.spec if policy is not None else None,
+        avoid=budget.avoid_of(template),
     )
 
 

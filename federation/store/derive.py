@@ -148,6 +148,7 @@ def _binding(row: ResourceBindingRow, old_spec: Any, created: bool) -> None:
     row.template_uid = resource.get("uid") or None
     row.policy_key = policy_key(row.labels or {})
     row.cluster_sensitive = cluster_sensitive(spec, row.status)
+    row.application_failover = bool((spec.get("failover") or {}).get("application"))
     if created or old.get("clusters") != spec.get("clusters"):
         _sync_targets(row, spec.get("clusters") or [])
     if created or old.get("gracefulEvictionTasks") != spec.get("gracefulEvictionTasks"):

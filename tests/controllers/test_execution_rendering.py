@@ -114,3 +114,19 @@ def test_plan_tombstones_dropped_clusters_once() -> None:
     assert len(plan.replace) == 1
     existing[1] = tombstoned(existing[1], "2026-01-01T00:00:00Z")
     assert plan_works(after, render_works(after, TEMPLATE), existing).tombstone == ()
+
+
+def test_failover_budget_bookkeeping_stays_in_the_control_plane() -> None:
+    template = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": "web",
+            "annotations": {
+                "failover.federation.io/reschedule-count": "1",
+                "failover.federation.io/tried-clusters": '["member1"]',
+                "failover.federation.io/max-reschedules": "3",
+            },
+        },
+    }
+    assert prune(template)["metadata"]["annotations"] == {"failover.federation.io/max-reschedules": "3"}

@@ -66,3 +66,37 @@ def test_downgrade_to_base_and_back(database_url: str) -> None:
     assert migrate.current(database_url) is None
     migrate.upgrade(database_url)
     assert migrate.drift(database_url) == []
+
+
+def test_0007_marks_existing_bindings_with_application_failover(database_url: str) -> None:
+    """Rows written before the column existed get it from their spec, once, on both backends."""
+    import json
+
+    from sqlalchemy import text
+
+    migrate.upgrade(database_url, "0006")
+    engine = make_engine(database_url)
+    try:
+        with engine.begin() as connection:
+            for name, failover in (("with", {"application": {"decisionConditions": {}}}), ("without", None)):
+                spec = {"resource": {"kind": "Deployment", "name": name}, "replicas": 1}
+                if failover:
+                    spec["failover"] = failover
+                connection.execute(
+                    text(
+                        "INSERT INTO resource_bindings (uid, api_version, kind, namespace, name, resource_version,"
+                        " generation, labels, annotations, metadata_extra, spec, extra, created_at, updated_at,"
+                        " needs_scheduling, cluster_sensitive, dirty_seq, failures)"
+                        " VALUES (:uid, 'work.karmada.io/v1alpha2', 'ResourceBinding', 'default', :name, 1, 1,"
+                        " '{}', '{}', '{}', :spec, '{}', CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, FALSE, TRUE, 0, 0)"
+                    ),
+                    {"uid": f"uid-{name}", "name": name, "spec": json.dumps(spec)},
+                )
+        migrate.upgrade(database_url)
+        with engine.connect() as connection:
+            rows = dict(
+                connection.execute(text("SELECT name, application_failover FROM resource_bindings")).all()
+            )
+        assert {k: bool(v) for k, v in rows.items()} == {"with": True, "without": False}
+    finally:
+        engine.dispose()

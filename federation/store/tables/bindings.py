@@ -9,7 +9,8 @@ Invariants:
 - ``needs_scheduling`` is set when the binding is created or its spec changes (``spec.clusters`` and
   ``gracefulEvictionTasks`` included: an eviction leaves replicas to place), cleared by the scheduler
   when it finishes (see ``claims``).
-- ``cluster_sensitive`` is derived from the body on every write (see ``derive``).
+- ``cluster_sensitive`` and ``application_failover`` are derived from the body on every write (see
+  ``derive``).
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ class ResourceBindingRow(ObjectMixin, ClaimMixin, Base):
     # placement: not Scheduled=True, or Duplicated, or not a workload. The scheduler re-queues these
     # (after matching their affinity in Python) plus every binding on the changed cluster.
     cluster_sensitive: Mapped[bool] = bool_column(index=True, default=True)
+    # spec.failover.application is set: the bindings the application-failover controller watches.
+    application_failover: Mapped[bool] = bool_column(index=True, default=False)
 
     targets: Mapped[list[BindingTargetClusterRow]] = relationship(
         back_populates="binding", cascade="all, delete-orphan", passive_deletes=True
