@@ -11,6 +11,7 @@ short real thresholds (a few seconds), polled with deadlines.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -164,3 +165,48 @@ def _paused(server: RunningServer) -> bool:
     with server.process.api_context.uow() as session:
         events = EventRepository(session).for_object("Federation", "", "federation")
     return any(e.reason == "EvictionPaused" for e in events)
+
+
+def _aggregated_with_application_failover() -> dict[str, Any]:
+    body = policy("app", "app", ["member1", "member2", "member3"])
+    spec = body["spec"]
+    spec["propagateDeps"] = True
+    spec["placement"]["replicaScheduling"] = {
+        "replicaSchedulingType": "Divided",
+        "replicaDivisionPreference": "Aggregated",
+    }
+    spec["failover"] = {
+        "application": {"decisionConditions": {"tolerationSeconds": 1}, "purgeMode": "Directly"}
+    }
+    return body
+
+
+def test_an_unhealthy_workload_moves_then_stops_when_its_budget_is_spent(
+    server: RunningServer, members: dict[str, RunningSimulator]
+) -> None:
+    with server.client() as http:
+        for name in ("member1", "member2", "member3"):
+            join(http, name, members[name])
+            members[name].set_faults(unhealthy=["default/app"])  # it fails wherever it runs
+        put(http, POLICIES, _aggregated_with_application_failover())
+        template = deployment("app", 2)
+        template["metadata"]["annotations"] = {"failover.federation.io/max-reschedules": "2"}
+        put(http, DEPLOYMENTS, template)
+
+        def exhausted() -> dict[str, Any] | None:
+            conditions = (binding(http, "app").get("status") or {}).get("conditions") or []
+            found = next((c for c in conditions if c["type"] == "FailoverExhausted"), None)
+            return found if found and found["status"] == "True" else None
+
+        condition = wait_for(exhausted, timeout=DEADLINE * 2, what="the budget to be spent")
+        annotations = http.get(f"{DEPLOYMENTS}/app").json()["metadata"]["annotations"]
+        assert annotations["failover.federation.io/reschedule-count"] == "2"
+        tried = json.loads(annotations["failover.federation.io/tried-clusters"])
+        assert len(tried) == 2 and len(set(tried)) == 2
+        last = placement(http, "app")
+        assert len(last) == 1 and next(iter(last)) not in tried  # it stays on the third cluster
+        assert "2" in condition["message"]
+        moves = http.get(
+            "/federation/v1/evictions", params={"action": "Evicted", "namespace": "default"}
+        ).json()
+        assert [i["reason"] for i in moves["items"]] == ["ApplicationFailure", "ApplicationFailure"]
