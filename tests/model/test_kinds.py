@@ -55,11 +55,13 @@ def test_karmada_kinds_and_scopes():
         "Work",
         "Cluster",
         "WorkloadRebalancer",
+        "ClusterTaintPolicy",
     }
     assert all(kinds.is_karmada_kind(k) for k in kinds.karmada_kinds())
     assert not kinds.is_karmada_kind(kinds.lookup("wlp")) and kinds.is_federation_kind(kinds.lookup("wlp"))
     assert not kinds.lookup("cpp").namespaced and kinds.lookup("pp").namespaced
     assert not kinds.lookup("wr").namespaced and not kinds.lookup("cluster").namespaced
+    assert not kinds.lookup("clustertaintpolicies").namespaced
 
 
 def test_every_name_is_unique():
