@@ -42,6 +42,7 @@ from typing import Any, TypeVar
 from sqlalchemy import ColumnElement, Select, select
 from sqlalchemy.orm import Session
 
+from federation.controllers import budget_records as records
 from federation.controllers import conditions, isolation
 from federation.controllers.runtime import Clock, Outcome
 from federation.model import budget, failover
@@ -49,31 +50,15 @@ from federation.model.policy import DEFAULT_GRACE_PERIOD_SECONDS, DEFAULT_TOLERA
 from federation.settings import FailoverSettings
 from federation.store.bindings import BindingRepository
 from federation.store.db import UnitOfWork
-from federation.store.errors import Conflict, NotFound
-from federation.store.events import EventRepository, InvolvedObject
+from federation.store.errors import Conflict
 from federation.store.health import HealthRepository, Observation
-from federation.store.history import (
-    BUDGET_CHANGED,
-    EVICTED,
-    FAILOVER_EXHAUSTED,
-    HistoryEntry,
-    HistoryRepository,
-)
 from federation.store.repository import ObjectRepository, manifests_by_id
 from federation.store.tables import ResourceBindingRow, ResourceTemplateRow
-from federation.store.types import utcnow
 
 log = logging.getLogger(__name__)
 
-EVENT_SOURCE = "application-failover-controller"
 BINDING_KINDS = ("ResourceBinding", "ClusterResourceBinding")
 TEMPLATE_KIND = "ResourceTemplate"  # what the API notifies for a write of any template
-CONDITION_EXHAUSTED = "FailoverExhausted"
-REASON_SPENT = "BudgetSpent"
-REASON_NOT_EXHAUSTED = "NotExhausted"
-REASON_RESCHEDULED = "Rescheduled"
-REASON_BUDGET_RESET = "HealthyRunReset"
-REASON_AVOID_CLEARED = "AvoidListCleared"
 # A Conflict on the template or the binding (someone wrote it between our read and our write) is retried
 # this many times in the same pass, each in a fresh savepoint that re-reads both.
 WRITE_ATTEMPTS = 3
@@ -197,10 +182,10 @@ class ApplicationFailover:
         self._judged.pop(binding_id, None)  # judged again next pass
         isolation.record_failure(
             session,
-            _involved(binding),
+            records.involved_object(binding),
             outcome,
             reason="ApplicationFailoverFailed",
-            source=EVENT_SOURCE,
+            source=records.EVENT_SOURCE,
             now=now,
         )
         return 0
@@ -221,7 +206,7 @@ class ApplicationFailover:
         binding = repo.get(namespace, meta["name"])
         if binding is None:
             return 0
-        templates, template = load_template(session, binding, self.clock.now)
+        templates, template = records.load_template(session, binding, self.clock.now)
         charges = self._charges(binding, template, over)
         allowed = [c for c in charges if c.allowed]
         written = 0
@@ -229,7 +214,7 @@ class ApplicationFailover:
             binding = self._evict(session, binding_id, (repo, binding), (templates, template), allowed, now)
             written += 2
         refused = [c for c in charges if not c.allowed]
-        return written + _write_exhausted(session, repo, binding, template, refused, now)
+        return written + records.write_exhausted(session, repo, binding, template, refused, now)
 
     def _charges(
         self,
@@ -261,13 +246,14 @@ class ApplicationFailover:
     ) -> dict[str, Any]:
         """Write the budget onto the template and the evictions onto the binding (one savepoint)."""
         (repo, binding), (templates, template) = binding_in, template_in
-        stored_template = write_annotations(templates, template, allowed[-1].after.annotations())
+        stored_template = records.write_annotations(templates, template, allowed[-1].after.annotations())
         spec = binding["spec"]
         for charged in allowed:
             spec = failover.evict_cluster(spec, _eviction(binding, charged.cluster), now)
         stored = repo.replace({**binding, "spec": spec})
         HealthRepository(session).forget([(binding_id, c.cluster) for c in allowed])
-        _say_evicted(session, stored, stored_template, allowed, now)
+        messages = [(c, _eviction(binding, c.cluster).message) for c in allowed]
+        records.say_evicted(session, stored, stored_template, messages, now)
         return stored
 
 
@@ -312,7 +298,7 @@ def _observe(
 
 
 def _exhausted(binding: Mapping[str, Any]) -> bool:
-    condition = conditions.find((binding.get("status") or {}).get("conditions"), CONDITION_EXHAUSTED)
+    condition = conditions.find((binding.get("status") or {}).get("conditions"), records.CONDITION_EXHAUSTED)
     return condition is not None and condition.get("status") == "True"
 
 
@@ -377,181 +363,6 @@ def _store_observations(health: HealthRepository, judged: Mapping[int, Judgement
     health.forget([(i, cluster) for i, j in judged.items() for cluster in j.forgotten])
 
 
-def load_template(
-    session: Session, binding: Mapping[str, Any], clock: Callable[[], datetime] = utcnow
-) -> tuple[ObjectRepository, dict[str, Any]]:
-    """The binding's template, read in this transaction (NotFound when it is gone or replaced)."""
-    resource = (binding.get("spec") or {}).get("resource") or {}
-    kind, api_version = str(resource.get("kind") or ""), str(resource.get("apiVersion") or "")
-    namespace, name = str(resource.get("namespace") or ""), str(resource.get("name") or "")
-    templates = ObjectRepository(session, kind, api_version, clock=clock)
-    template = templates.get(namespace, name)
-    if template is None or (resource.get("uid") and template["metadata"].get("uid") != resource["uid"]):
-        raise NotFound(kind, namespace, name)
-    return templates, template
-
-
-def write_annotations(
-    templates: ObjectRepository, template: dict[str, Any], changes: Mapping[str, str | None]
-) -> dict[str, Any]:
-    """The template with these annotations set (None: removed), written with the resourceVersion read."""
-    annotations = dict(template["metadata"].get("annotations") or {})
-    for key, value in changes.items():
-        if value is None:
-            annotations.pop(key, None)
-        else:
-            annotations[key] = value
-    if annotations == (template["metadata"].get("annotations") or {}):
-        return template
-    return templates.replace({**template, "metadata": {**template["metadata"], "annotations": annotations}})
-
-
-def clear_avoid_list(
-    session: Session, binding: Mapping[str, Any], now: datetime, clock: Callable[[], datetime] = utcnow
-) -> int:
-    """The scheduler had to ignore the tried clusters to place the workload at all: empty the tried list
-    (the count stays), with a history row and an event. 1 when the template was written."""
-    try:
-        templates, template = load_template(session, binding, clock)
-    except NotFound:
-        return 0  # the template is gone; its binding follows it
-    current = budget.read_budget(template, None)
-    cleared = current.tried.cleared()
-    if cleared == current.tried:
-        return 0
-    write_annotations(templates, template, {budget.TRIED_CLUSTERS_ANNOTATION: cleared.encode()})
-    tried = ", ".join(current.tried.clusters())
-    message = (
-        f"Only clusters the workload already failed on ({tried}) could take it: the tried list is cleared "
-        f"(the reschedule count stays at {current.count})"
-    )
-    entry = HistoryEntry.for_binding(
-        dict(binding),
-        at=now,
-        action=BUDGET_CHANGED,
-        reason=REASON_AVOID_CLEARED,
-        producer="scheduler",
-        message=message,
-    )
-    HistoryRepository(session).record([entry])
-    events = EventRepository(session)
-    for involved in (_involved(binding), _involved(template)):
-        events.record(involved, "Normal", REASON_AVOID_CLEARED, message, now=now, source="scheduler")
-    return 1
-
-
-def _write_exhausted(
-    session: Session,
-    repo: ObjectRepository,
-    binding: dict[str, Any],
-    template: Mapping[str, Any],
-    refused: Sequence[budget.Charge],
-    now: datetime,
-) -> int:
-    """``FailoverExhausted`` True while the budget holds a failing cluster back, else False once it was
-    True; said (event, history) only when it turns True or its message changes."""
-    status = dict(binding.get("status") or {})
-    current = conditions.find(status.get("conditions"), CONDITION_EXHAUSTED)
-    if not refused and current is None:
-        return 0
-    message = "; ".join(c.message() for c in refused) or "No failing cluster is held back by the budget"
-    reason = REASON_SPENT if refused else REASON_NOT_EXHAUSTED
-    new = conditions.upsert(
-        status.get("conditions"), CONDITION_EXHAUSTED, bool(refused), reason, message, now
-    )
-    if new == status.get("conditions"):
-        return 0
-    status["conditions"] = new
-    meta = binding["metadata"]
-    repo.update_status(meta.get("namespace") or "", meta["name"], status, expected_rv=meta["resourceVersion"])
-    if refused:
-        _say_exhausted(session, binding, template, refused, message, now)
-    return 1
-
-
-def _say_evicted(
-    session: Session,
-    binding: dict[str, Any],
-    template: Mapping[str, Any],
-    allowed: Sequence[budget.Charge],
-    now: datetime,
-) -> None:
-    events = EventRepository(session)
-    entries: list[HistoryEntry] = []
-    for charged in allowed:
-        entries.append(_say_eviction(events, binding, charged, now))
-        entries.extend(_say_budget(events, binding, template, charged, now))
-    HistoryRepository(session).record(entries)
-
-
-def _say_eviction(
-    events: EventRepository, binding: Mapping[str, Any], charged: budget.Charge, now: datetime
-) -> HistoryEntry:
-    message = _eviction(binding, charged.cluster).message
-    involved = _involved(binding)
-    events.record(
-        involved, "Warning", "EvictWorkloadFromClusterSucceed", message, now=now, source=EVENT_SOURCE
-    )
-    log.info("application failover: %s: %s; %s", _key(binding), message, charged.message())
-    return _entry(binding, now, EVICTED, charged.cluster, failover.REASON_APPLICATION_FAILURE, message)
-
-
-def _say_budget(
-    events: EventRepository,
-    binding: Mapping[str, Any],
-    template: Mapping[str, Any],
-    charged: budget.Charge,
-    now: datetime,
-) -> list[HistoryEntry]:
-    """The budget change on the template (events) and in the history; a reset first, when there was one."""
-    involved, entries = _involved(template), []
-    for problem in charged.before.problems:
-        events.record(involved, "Warning", "InvalidFailoverBudget", problem, now=now, source=EVENT_SOURCE)
-    if charged.reset:
-        reset = (
-            f"The workload ran Healthy on {charged.cluster} for {charged.healthy_run_seconds:.0f}s "
-            "before it failed: the failover budget starts again"
-        )
-        events.record(involved, "Normal", "FailoverBudgetReset", reset, now=now, source=EVENT_SOURCE)
-        entries.append(_entry(binding, now, BUDGET_CHANGED, charged.cluster, REASON_BUDGET_RESET, reset))
-    message = charged.message()
-    events.record(involved, "Normal", "FailoverBudgetChanged", message, now=now, source=EVENT_SOURCE)
-    entries.append(_entry(binding, now, BUDGET_CHANGED, charged.cluster, REASON_RESCHEDULED, message))
-    return entries
-
-
-def _say_exhausted(
-    session: Session,
-    binding: Mapping[str, Any],
-    template: Mapping[str, Any],
-    refused: Sequence[budget.Charge],
-    message: str,
-    now: datetime,
-) -> None:
-    entries = [
-        _entry(binding, now, FAILOVER_EXHAUSTED, c.cluster, CONDITION_EXHAUSTED, c.message()) for c in refused
-    ]
-    HistoryRepository(session).record(entries)
-    events = EventRepository(session)
-    for involved in (_involved(binding), _involved(template)):
-        events.record(involved, "Warning", CONDITION_EXHAUSTED, message, now=now, source=EVENT_SOURCE)
-    log.warning("application failover: %s: %s", _key(binding), message)
-
-
-def _entry(
-    binding: Mapping[str, Any], at: datetime, action: str, cluster: str, reason: str, message: str
-) -> HistoryEntry:
-    return HistoryEntry.for_binding(
-        dict(binding),
-        at=at,
-        action=action,
-        cluster=cluster,
-        reason=reason,
-        producer=failover.PRODUCER_APPLICATION_FAILOVER,
-        message=message,
-    )
-
-
 # -- helpers ----------------------------------------------------------------------------------------------
 
 
@@ -572,18 +383,3 @@ def _with_retries(session: Session, work: Callable[[], T]) -> T | isolation.Fail
             break
         outcome = isolation.isolated(session, work)
     return outcome
-
-
-def _involved(obj: Mapping[str, Any]) -> InvolvedObject:
-    meta = obj.get("metadata") or {}
-    return InvolvedObject(
-        str(obj.get("kind") or ""),
-        str(meta.get("name") or ""),
-        str(meta.get("namespace") or ""),
-        str(meta.get("uid") or ""),
-    )
-
-
-def _key(binding: Mapping[str, Any]) -> str:
-    meta = binding.get("metadata") or {}
-    return f"{binding.get('kind')} {meta.get('namespace') or ''}/{meta.get('name')}"

@@ -20,7 +20,7 @@ Invariants:
 - Any other failure of one binding (a malformed binding the engine or planner cannot read) releases
   that binding's claim with back-off (``claims.fail``) and a Warning event; the batch goes on.
 - The engine avoids the clusters in the template's failover tried list; a result that had to ignore
-  them clears that list in the same transaction as the decision (``application_failover``).
+  them clears that list in the same transaction as the decision (``budget_records``).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from federation.controllers import application_failover, isolation
+from federation.controllers import budget_records, isolation
 from federation.controllers.runtime import Clock, Outcome
 from federation.model.workloadpolicy import WorkloadPolicy
 from federation.scheduling import engine, planner, snapshot
@@ -247,7 +247,7 @@ class Scheduler:
             _record(session, written, result, now)
         if result is not None and result.avoid_ignored:
             # Only the clusters the workload already failed on could take it: its tried list goes.
-            application_failover.clear_avoid_list(session, written, now, self.clock.now)
+            budget_records.clear_avoid_list(session, written, now, self.clock.now)
         return own_bumps
 
     def _retry_at(
