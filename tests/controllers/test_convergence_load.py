@@ -1,8 +1,8 @@
 """Concurrent writers against a running server: every last write reaches its binding, on both backends.
 
-N writer threads × M rounds update Deployments over real HTTP while the detector runs in the same
+N writer threads x M rounds update Deployments over real HTTP while the detector runs in the same
 process. Afterwards each binding is checked object by object: its ``spec.replicas`` is the replica count
-of the template's last write. Before the dirty-flag protocol was fixed, 5–10% of the bindings kept an
+of the template's last write. Before the dirty-flag protocol was fixed, 5-10% of the bindings kept an
 old count for good (lost wake-ups).
 """
 

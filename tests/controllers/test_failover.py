@@ -19,7 +19,7 @@ from federation.store.events import EventRepository
 from federation.store.history import HistoryRepository
 from federation.store.manifest import format_timestamp
 from federation.store.repository import ObjectRepository
-from tests.controllers.test_scheduler import Harness, cluster, cluster_status, deployment, policy
+from tests.controllers.test_scheduler import Harness, cluster_status, deployment, policy
 
 NOT_READY = "cluster.karmada.io/not-ready"
 STATIC_1_2 = {

@@ -14,7 +14,6 @@ import pytest
 from sqlalchemy import select
 
 from federation.controllers import execution, isolation
-from federation.controllers.execution import ExecutionController
 from federation.controllers.isolation import RetryBook
 from federation.store.claims import Backoff
 from federation.store.events import EventRepository
@@ -35,7 +34,9 @@ def scheduling(database_url: str) -> Iterator[Harness]:
 
 def _events(h: Any, kind: str, name: str) -> list[tuple[str, str, str]]:
     with h.uow() as session:
-        return [(e.type, e.reason, e.message) for e in EventRepository(session).for_object(kind, "default", name)]
+        return [
+            (e.type, e.reason, e.message) for e in EventRepository(session).for_object(kind, "default", name)
+        ]
 
 
 def _template_claim(h: Harness, name: str) -> tuple[bool, int, Any]:

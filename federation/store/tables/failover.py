@@ -26,9 +26,7 @@ class ClusterTaintPolicyRow(ObjectMixin, Base):
     """Karmada ``policy.karmada.io/v1alpha1 ClusterTaintPolicy``."""
 
     __tablename__ = "cluster_taint_policies"
-    __table_args__ = (
-        UniqueConstraint("namespace", "name", name="uq_cluster_taint_policies_namespace_name"),
-    )
+    __table_args__ = (UniqueConstraint("namespace", "name", name="uq_cluster_taint_policies_namespace_name"),)
 
 
 class WorkloadHealthRow(Base):
