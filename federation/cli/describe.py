@@ -5,6 +5,10 @@ Bindings get their scheduling explanation (the decision record the scheduler sto
 filter that rejected each cluster and why, or each score plugin's score and weight, whether the spread
 selection kept it and its replicas; then the selection order and the division trace. So "why is nothing
 on member3?" is one command.
+
+WorkloadRebalancers get their workloads as one table (namespace, workload, result, reason) instead of a
+YAML dump of spec and status: every workload of the spec (``Pending`` until it has a result), then those
+only the status still lists (removed from the spec after they succeeded, as Karmada keeps them).
 """
 
 from __future__ import annotations
@@ -13,9 +17,10 @@ from typing import Any
 
 import yaml
 
-from federation.cli.printers import render_rows
+from federation.cli.printers import observed_results, render_rows, workload_key
 
 EXPLANATION_KEY = "schedulingExplanation"
+REBALANCER_KIND = "WorkloadRebalancer"
 
 
 def describe_text(obj: dict[str, Any]) -> str:
@@ -34,6 +39,10 @@ def describe_text(obj: dict[str, Any]) -> str:
         f"Created:      {meta.get('creationTimestamp', '')}",
     ]
     body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata", "status")}
+    if obj.get("kind") == REBALANCER_KIND:
+        lines += rebalancer_lines(obj)
+        status = {k: v for k, v in status.items() if k not in REBALANCER_STATUS_KEYS}
+        body = {k: v for k, v in body.items() if k != "spec"}
     for key, value in body.items():
         lines += [f"{key.capitalize()}:", _indent(value)]
     if status:
@@ -43,6 +52,46 @@ def describe_text(obj: dict[str, Any]) -> str:
     if explanation:
         lines += ["Scheduling explanation:", _indent_text(explain_text(explanation))]
     return "\n".join(lines)
+
+
+REBALANCER_STATUS_KEYS = frozenset({"observedWorkloads", "finishTime", "observedGeneration"})
+
+
+def rebalancer_lines(obj: dict[str, Any]) -> list[str]:
+    """The TTL, the finish time, the observed generation and the workloads table of a rebalancer; spec
+    fields other than workloads and the TTL (none today) are kept as YAML so nothing is hidden."""
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    ttl = spec.get("ttlSecondsAfterFinished")
+    lines = [
+        f"TTL After Finished:   {'<none>' if ttl is None else f'{ttl}s'}",
+        f"Finished:             {status.get('finishTime') or '<none>'}",
+        f"Observed Generation:  {status.get('observedGeneration', '<none>')}",
+    ]
+    rest = {k: v for k, v in spec.items() if k not in ("workloads", "ttlSecondsAfterFinished")}
+    if rest:
+        lines += ["Spec:", _indent(rest)]
+    return [*lines, "Workloads:", _indent_text(render_rows(rebalancer_rows(obj)))]
+
+
+def rebalancer_rows(obj: dict[str, Any]) -> list[list[str]]:
+    """Header plus one row per workload: the spec's in order, then status-only ones (kept after removal)."""
+    results = observed_results(obj)
+    refs = [r for r in (obj.get("spec") or {}).get("workloads") or [] if isinstance(r, dict)]
+    in_spec = {workload_key(r) for r in refs}
+    refs += [entry.get("workload") or {} for key, entry in results.items() if key not in in_spec]
+    rows = [["NAMESPACE", "WORKLOAD", "RESULT", "REASON"]]
+    for ref in refs:
+        entry = results.get(workload_key(ref), {})
+        rows.append(
+            [
+                str(ref.get("namespace") or "<none>"),
+                f"{str(ref.get('kind') or '').lower()}/{ref.get('name') or ''}",
+                str(entry.get("result") or "Pending"),
+                str(entry.get("reason") or ""),
+            ]
+        )
+    return rows
 
 
 def explain_text(explanation: dict[str, Any]) -> str:

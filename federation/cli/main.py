@@ -56,7 +56,17 @@ def cli(ctx: click.Context, server: str | None, token: str | None, config_file: 
 
 
 def _register() -> None:
-    from federation.cli import cmd_agent, cmd_apply, cmd_get, cmd_join, cmd_plan, cmd_server, cmd_sim, cmd_up
+    from federation.cli import (
+        cmd_agent,
+        cmd_apply,
+        cmd_get,
+        cmd_join,
+        cmd_plan,
+        cmd_rebalance,
+        cmd_server,
+        cmd_sim,
+        cmd_up,
+    )
 
     commands = (
         cmd_server.serve_command,
@@ -71,6 +81,7 @@ def _register() -> None:
         cmd_get.describe_command,
         *cmd_join.COMMANDS,
         cmd_plan.plan_command,
+        cmd_rebalance.rebalance_command,
     )
     for command in commands:
         cli.add_command(command)

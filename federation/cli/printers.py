@@ -69,8 +69,9 @@ def human_duration(seconds: float) -> str:
     return f"{hours}h" if hours < 48 else f"{hours // 24}d"
 
 
-def _target_clusters(obj: Obj) -> str:
-    targets = _get(obj, "spec", "clusters") or []
+def target_clusters(obj: Obj | None) -> str:
+    """A binding's placement as ``member1:2,member2:2`` (``<none>`` for no binding or no clusters)."""
+    targets = _get(obj or {}, "spec", "clusters") or []
     parts = [f"{t['name']}:{t['replicas']}" if t.get("replicas") is not None else t["name"] for t in targets]
     return _text(",".join(parts))
 
@@ -88,6 +89,38 @@ def _work_kind(obj: Obj) -> str:
 def _taints(obj: Obj) -> str:
     taints = _get(obj, "spec", "taints") or []
     return _text(",".join(f"{t.get('key')}:{t.get('effect')}" for t in taints))
+
+
+def workload_key(ref: Obj) -> tuple[str, str, str, str]:
+    """A WorkloadRebalancer workload reference as (apiVersion, kind, namespace, name); an absent namespace
+    and an empty one are the same (cluster-scoped), as in Karmada's omitempty field."""
+    return (
+        str(ref.get("apiVersion") or ""),
+        str(ref.get("kind") or ""),
+        str(ref.get("namespace") or ""),
+        str(ref.get("name") or ""),
+    )
+
+
+def observed_results(obj: Obj) -> dict[tuple[str, str, str, str], Obj]:
+    """A rebalancer's ``status.observedWorkloads`` that have a result, by workload key."""
+    observed = _get(obj, "status", "observedWorkloads") or []
+    return {
+        workload_key(entry.get("workload") or {}): entry
+        for entry in observed
+        if isinstance(entry, dict) and entry.get("result")
+    }
+
+
+def _count_workloads(obj: Obj) -> str:
+    return str(len(_get(obj, "spec", "workloads") or []))
+
+
+def _count_results(result: str) -> Callable[[Obj], str]:
+    def count(obj: Obj) -> str:
+        return str(sum(1 for entry in observed_results(obj).values() if entry.get("result") == result))
+
+    return count
 
 
 NAME = Column("NAME", field("metadata", "name"))
@@ -111,7 +144,7 @@ COLUMNS: dict[str, Sequence[Column]] = {
         Column("SCHEDULED", condition("Scheduled")),
         Column("FULLYAPPLIED", condition("FullyApplied")),
         AGE,
-        Column("CLUSTERS", _target_clusters, wide_only=True),
+        Column("CLUSTERS", target_clusters, wide_only=True),
     ),
     "Work": (
         NAME,
@@ -137,6 +170,14 @@ COLUMNS: dict[str, Sequence[Column]] = {
         Column("TOPOLOGY-KEY", field("spec", "topologyKey")),
         Column("TYPE", field("spec", "allocationType")),
         Column("METHOD", field("spec", "allocationMethod")),
+        AGE,
+    ),
+    "WorkloadRebalancer": (
+        NAME,
+        Column("WORKLOADS", _count_workloads),
+        Column("SUCCESSFUL", _count_results("Successful")),
+        Column("FAILED", _count_results("Failed")),
+        Column("FINISHED", field("status", "finishTime")),
         AGE,
     ),
 }

@@ -4,7 +4,6 @@ Plus the YAML that kubectl accepts and we must too: unquoted dates stay strings,
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -125,9 +124,9 @@ def test_a_bad_manifest_file_is_one_line_naming_file_and_problem(
 ) -> None:
     path = tmp_path / "app.yaml"
     path.write_bytes(content)
-    started = time.monotonic()
+    # The alias bomb is refused by its node count (its fragment names the cap), never expanded: that
+    # it is fast is the benchmark's business, not a timed assertion's.
     result = run(verb, "-f", str(path))
-    assert time.monotonic() - started < 1.0  # the alias bomb fails fast, it is not expanded
     assert_one_line_error(result, str(path), fragment)
 
 
