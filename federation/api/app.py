@@ -152,7 +152,7 @@ def _discovery(ctx: ApiContext, target: DiscoveryPath, method: str) -> Any:
     if target.group is None and target.core:
         return discovery.api_versions()
     with ctx.uow() as session:
-        served = discovery.Served((*kinds.all_kinds(), *crds.served_kinds(session)))
+        served = discovery.Served((*kinds.all_kinds(), *kinds.alias_kinds(), *crds.served_kinds(session)))
     if target.group is None:
         return served.api_group_list()
     document = (
@@ -178,7 +178,16 @@ def _dispatch(ctx: ApiContext, request: Request, target: ObjectPath, body: Any) 
     if wrote:
         # Controllers watch Karmada kinds by name and resource templates as one kind, whatever theirs.
         ctx.notify(info.kind if kinds.is_federation_kind(info) else TEMPLATE_NOTIFY_KIND)
-    return SafeJSONResponse(result, status_code=status_code)
+    response = SafeJSONResponse(result, status_code=status_code)
+    if method in ("POST", "PUT") and target.subresource is None:
+        for warning in objects.write_warnings(req):
+            # RFC 7234 warn-code 299 (miscellaneous persistent warning), as kube-apiserver sends them.
+            response.headers.append("Warning", f'299 - "{_quoted(warning)}"')
+    return response
+
+
+def _quoted(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
 def _call(session: Any, req: objects.Request, method: str, request: Request) -> tuple[Any, int, bool]:

@@ -10,6 +10,9 @@ Invariants:
   replace. `PUT .../{name}/status` writes status only (admins and cluster agents).
 - Every write is one unit of work; a controller is notified only after the commit.
 - Secrets a kind carries (member credentials) never appear in an answer.
+- An alias path (``kinds.by_alias_path``) serves its registered kind; an alias manifest (a WorkloadRebalancer
+  spelled ``policy.karmada.io/v1alpha1``, ``spec.workload``/``workloadList``) is converted to Karmada's form
+  before validation and stored only in that form; ``write_warnings`` says what was converted.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from federation.api.paths import ObjectPath
 from federation.api.status import StatusError, bad_request, conflict, invalid, not_found, success
 from federation.model import kinds, labels
 from federation.model.kinds import KindInfo
+from federation.model.rebalancer import canonical_form
 from federation.model.validation import validate_object
 from federation.store.errors import AlreadyExists, Conflict, NotFound
 from federation.store.repository import ObjectRepository
@@ -42,8 +46,10 @@ class Request:
 
 def resolve_kind(session: Any, path: ObjectPath) -> KindInfo:
     """The kind served at the path: a registered one, else one an applied CRD defines; 404 otherwise."""
-    known = kinds.by_path(path.group, path.version, path.plural) or crds.served_kind(
-        session, path.group, path.version, path.plural
+    known = (
+        kinds.by_path(path.group, path.version, path.plural)
+        or kinds.by_alias_path(path.group, path.version, path.plural)
+        or crds.served_kind(session, path.group, path.version, path.plural)
     )
     if known is None:
         message = (
@@ -110,16 +116,22 @@ def checked_body(req: Request, *, for_name: str | None) -> Body:
     body = req.body
     if not isinstance(body, dict):
         raise bad_request("the request body must be a JSON object")
-    body = copy.deepcopy(body)
+    converted = canonical_form(copy.deepcopy(body))
+    body = converted.manifest
     _check_identity(req, body, for_name)
     resource_version(body["metadata"].get("resourceVersion"), "metadata.resourceVersion")
-    errors = validate_object(body, req.info)
+    errors = [*converted.errors, *validate_object(body, req.info)]
     if crds.is_crd(req.info):
         errors += [e for e in crds.definition_errors(body) if e not in errors]
     if errors:
         causes = [{"field": e.field, "message": e.message, "reason": e.reason} for e in errors]
         raise invalid(req.info.kind, str((body.get("metadata") or {}).get("name", "")), causes)
     return body
+
+
+def write_warnings(req: Request) -> tuple[str, ...]:
+    """What a create or replace converted from an alias form (the answer's ``Warning`` headers)."""
+    return canonical_form(req.body).warnings if isinstance(req.body, dict) else ()
 
 
 def _check_identity(req: Request, body: Body, for_name: str | None) -> None:

@@ -17,6 +17,7 @@ from federation.controllers.extender_http import build_extenders
 from federation.controllers.graceful_eviction import GracefulEvictionController
 from federation.controllers.isolation import RetryBook
 from federation.controllers.members_access import MemberAccess
+from federation.controllers.rebalancer import WorkloadRebalancerController
 from federation.controllers.runtime import Clock, Reconciler
 from federation.controllers.scheduler import Scheduler
 from federation.controllers.taint_manager import TaintManager
@@ -67,6 +68,10 @@ def build_reconcilers(deps: ControllerDeps) -> list[Reconciler]:
             claim_seconds=timing.claim_lease_seconds,
             backoff_initial_seconds=timing.retry_backoff_initial_seconds,
             backoff_max_seconds=timing.retry_backoff_max_seconds,
+        ),
+        # No setting of its own: it follows the scheduler's pace, and the writes it waits on wake it.
+        WorkloadRebalancerController(
+            deps.uow, deps.clock, interval_seconds=timing.scheduler_interval_seconds
         ),
         ClusterStatusController(deps.uow, deps.clock, deps.members, timing, deps.settings.members),
         *failover_reconcilers(deps),

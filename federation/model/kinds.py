@@ -9,6 +9,10 @@ Invariants:
   aggregated API server and has no short name either.
 - Any group/kind may be a resource template: ``template_kind`` describes one the registry does not know.
 - ``KindInfo`` is a frozen, slotted value; compare and hash freely.
+- An alias path serves a registered kind under another group (``by_alias_path``): today only
+  ``policy.karmada.io/v1alpha1 workloadrebalancers``, a spelling blog posts use for Karmada's
+  ``apps.karmada.io`` WorkloadRebalancer. Aliases are listed in discovery (``alias_kinds``, so kubectl can
+  send such a manifest) but have no names of their own: ``lookup`` finds only the registered kind.
 """
 
 from __future__ import annotations
@@ -160,6 +164,14 @@ def _index_names(kinds: tuple[KindInfo, ...]) -> dict[str, KindInfo]:
 _BY_NAME = _index_names(_ALL)
 _BY_GVK = {(i.api_version, i.kind): i for i in _ALL}
 _BY_PATH = {(i.group, i.version, i.plural): i for i in _ALL}
+# Alias (as discovery lists it) → the registered kind it stores as.
+_REBALANCER_ALIAS = _k(
+    "policy.karmada.io/v1alpha1", "WorkloadRebalancer", "workloadrebalancers", namespaced=False
+)
+_ALIASES: dict[KindInfo, KindInfo] = {
+    _REBALANCER_ALIAS: _BY_GVK[("apps.karmada.io/v1alpha1", "WorkloadRebalancer")],
+}
+_BY_ALIAS_PATH = {(a.group, a.version, a.plural): kind for a, kind in _ALIASES.items()}
 
 
 def lookup(name: str) -> KindInfo:
@@ -181,6 +193,17 @@ def by_gvk(api_version: str, kind: str) -> KindInfo | None:
 def by_path(group: str, version: str, plural: str) -> KindInfo | None:
     """The kind served at ``/apis/{group}/{version}/{plural}`` (group "" for ``/api/v1``), or None."""
     return _BY_PATH.get((group, version, plural))
+
+
+def by_alias_path(group: str, version: str, plural: str) -> KindInfo | None:
+    """The registered kind an alias path serves (``/apis/policy.karmada.io/v1alpha1/workloadrebalancers``
+    serves apps.karmada.io WorkloadRebalancers), or None."""
+    return _BY_ALIAS_PATH.get((group, version, plural))
+
+
+def alias_kinds() -> tuple[KindInfo, ...]:
+    """The alias paths as discovery lists them (their own group, the registered kind's name)."""
+    return tuple(_ALIASES)
 
 
 def all_kinds() -> tuple[KindInfo, ...]:

@@ -134,7 +134,8 @@ def parse_object(manifest: Any, info: KindInfo | None = None) -> ApiModel | dict
 
 
 def validate_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[FieldError]:
-    """Fields that may not change on update: name, namespace, kind, and a WorkloadRebalancer's spec."""
+    """Fields that may not change on update: name, namespace, kind. A WorkloadRebalancer's spec may change
+    (Karmada's modification rules, ``model/rebalancing``)."""
     errors: list[FieldError] = []
     old_meta, new_meta = rules.obj(old.get("metadata")), rules.obj(new.get("metadata"))
     for key in ("name", "namespace"):
@@ -142,8 +143,6 @@ def validate_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Fiel
             errors.append(invalid(join_path("metadata", key), new_meta.get(key), "field is immutable"))
     if old.get("kind") != new.get("kind"):
         errors.append(invalid("kind", new.get("kind"), "field is immutable"))
-    if new.get("kind") == "WorkloadRebalancer" and old.get("spec") != new.get("spec"):
-        errors.append(invalid("spec", "spec", "the spec field should not be modified"))
     return errors
 
 

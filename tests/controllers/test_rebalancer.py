@@ -350,3 +350,27 @@ def test_fail_back_brings_replicas_back_to_the_recovered_cluster(rb: Rebalance) 
     rb.wr.reconcile()
     assert rb.placement("web-deployment") == {"member1": 2, "member2": 2}
     assert rb.results() == {"web": ("Successful", "")}
+
+
+def test_a_binding_that_cannot_be_written_is_retried_not_reported(
+    rb: Rebalance, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rb.workloads("web")
+    rb.clock.advance(10)
+    rb.rebalance("web")
+    real = WorkloadRebalancerController._trigger
+    attempts: list[str] = []
+
+    def fails_once(self: WorkloadRebalancerController, *args: Any) -> dict[str, Any]:
+        attempts.append("x")
+        if len(attempts) == 1:
+            raise RuntimeError("the binding could not be written")
+        return real(self, *args)
+
+    monkeypatch.setattr(WorkloadRebalancerController, "_trigger", fails_once)
+    rb.wr.reconcile()
+    assert rb.trigger("web-deployment") is None
+    assert rb.results() == {"web": ("", "")}  # pending: retried, not Failed
+    assert "TriggerRescheduleFailed" in rb.events("ResourceBinding", "web-deployment")
+    rb.wr.reconcile()  # nothing else changed: the failed trigger alone brings it back
+    assert rb.trigger("web-deployment") == rb.get()["metadata"]["creationTimestamp"]  # type: ignore[index]

@@ -658,12 +658,13 @@ def test_work_manifests_must_be_objects():
     assert fields(work) == [("spec.workload.manifests[1].apiVersion", REQUIRED)]
 
 
-def test_rebalancer_spec_is_immutable():
+def test_rebalancer_spec_may_change_its_identity_may_not():
     old = make_rebalancer()
     new = copy.deepcopy(old)
     assert validate_update(old, new) == []
     new["spec"]["ttlSecondsAfterFinished"] = 5
-    assert [e.field for e in validate_update(old, new)] == ["spec"]
+    new["spec"]["workloads"].append({"apiVersion": "apps/v1", "kind": "Deployment", "name": "other"})
+    assert validate_update(old, new) == []  # Karmada's modification rules apply (model/rebalancing)
     renamed = copy.deepcopy(old)
     renamed["metadata"]["name"] = "other"
     assert [e.field for e in validate_update(old, renamed)] == ["metadata.name"]
