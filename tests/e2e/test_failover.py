@@ -210,3 +210,77 @@ def test_an_unhealthy_workload_moves_then_stops_when_its_budget_is_spent(
             "/federation/v1/evictions", params={"action": "Evicted", "namespace": "default"}
         ).json()
         assert [i["reason"] for i in moves["items"]] == ["ApplicationFailure", "ApplicationFailure"]
+
+
+REBALANCERS = "/apis/apps.karmada.io/v1alpha1/workloadrebalancers"
+
+
+def _dynamic_policy() -> dict[str, Any]:
+    body = policy("dyn", "dyn", ["member1", "member2"])
+    body["spec"]["placement"]["replicaScheduling"] = {
+        "replicaSchedulingType": "Divided",
+        "replicaDivisionPreference": "Weighted",
+        "weightPreference": {"dynamicWeight": "AvailableReplicas"},
+    }
+    return body
+
+
+def _ready(http: httpx.Client, cluster: str, status: str) -> bool:
+    conditions = (http.get(f"{CLUSTERS}/{cluster}").json().get("status") or {}).get("conditions") or []
+    return any(c["type"] == "Ready" and c["status"] == status for c in conditions)
+
+
+def test_fail_over_then_fail_back_with_a_rebalancer(
+    server: RunningServer, members: dict[str, RunningSimulator]
+) -> None:
+    with server.client() as http:
+        for name in ("member1", "member2"):
+            join(http, name, members[name])
+        put(http, POLICIES, _dynamic_policy())
+        put(http, DEPLOYMENTS, deployment("dyn", 4))
+        wait_for(
+            lambda: set(placement(http, "dyn")) == {"member1", "member2"}, timeout=DEADLINE, what="a split"
+        )
+
+        members["member1"].set_faults(down=True)  # its API answers 503: Ready=False, tainted, evicted
+        wait_for(lambda: placement(http, "dyn") == {"member2": 4}, timeout=DEADLINE, what="the fail-over")
+        wait_members(members, "dyn", {"member2": 4})
+        members["member1"].set_faults(down=False)
+        wait_for(lambda: _ready(http, "member1", "True"), timeout=DEADLINE, what="member1 to recover")
+        wait_for(lambda: tasks(http, "dyn") == [], timeout=DEADLINE, what="the eviction task to go")
+        assert placement(http, "dyn") == {"member2": 4}  # inertia: recovering moves nothing by itself
+
+        rebalancer = {
+            "apiVersion": "apps.karmada.io/v1alpha1",
+            "kind": "WorkloadRebalancer",
+            "metadata": {"name": "fail-back"},
+            "spec": {
+                "workloads": [
+                    {"apiVersion": "apps/v1", "kind": "Deployment", "name": "dyn", "namespace": "default"},
+                    {"apiVersion": "apps/v1", "kind": "Deployment", "name": "gone", "namespace": "default"},
+                ],
+                "ttlSecondsAfterFinished": 2,
+            },
+        }
+        assert http.post(REBALANCERS, json=rebalancer).status_code == 201
+
+        def results() -> dict[str, tuple[str, str]] | None:
+            answer = http.get(f"{REBALANCERS}/fail-back").json()
+            status = answer.get("status") or {}
+            if not status.get("finishTime"):
+                return None
+            return {
+                o["workload"]["name"]: (o.get("result", ""), o.get("reason", ""))
+                for o in status.get("observedWorkloads") or []
+            }
+
+        finished = wait_for(results, timeout=DEADLINE, what="the rebalancer to finish")
+        assert finished == {"dyn": ("Successful", ""), "gone": ("Failed", "ReferencedBindingNotFound")}
+        assert set(placement(http, "dyn")) == {"member1", "member2"}  # fail-back: both run it again
+        spread = placement(http, "dyn")
+        wait_members(members, "dyn", spread)
+        wait_for(
+            lambda: http.get(f"{REBALANCERS}/fail-back").status_code == 404,
+            timeout=DEADLINE,
+            what="the TTL to remove the rebalancer",
+        )
