@@ -51,6 +51,7 @@ from federation.settings import FailoverSettings
 from federation.store.bindings import BindingRepository
 from federation.store.db import UnitOfWork
 from federation.store.errors import Conflict
+from federation.store.events import InvolvedObject
 from federation.store.health import HealthRepository, Observation
 from federation.store.repository import ObjectRepository, manifests_by_id
 from federation.store.tables import ResourceBindingRow, ResourceTemplateRow
@@ -182,7 +183,7 @@ class ApplicationFailover:
         self._judged.pop(binding_id, None)  # judged again next pass
         isolation.record_failure(
             session,
-            records.involved_object(binding),
+            InvolvedObject.of(binding),
             outcome,
             reason="ApplicationFailoverFailed",
             source=records.EVENT_SOURCE,

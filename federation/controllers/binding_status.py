@@ -223,15 +223,13 @@ class BindingStatusController:
     ) -> None:
         now = self.clock.now()
         self.retries.failed(binding_id, now)
-        meta = binding.get("metadata") or {}
-        involved = InvolvedObject(
-            str(binding.get("kind") or ""),
-            str(meta.get("name") or ""),
-            str(meta.get("namespace") or ""),
-            str(meta.get("uid") or ""),
-        )
         isolation.record_failure(
-            session, involved, failed, reason="AggregateStatusFailed", source=self.name, now=now
+            session,
+            InvolvedObject.of(binding),
+            failed,
+            reason="AggregateStatusFailed",
+            source=self.name,
+            now=now,
         )
 
 

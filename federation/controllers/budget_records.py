@@ -101,7 +101,7 @@ def clear_avoid_list(
     )
     HistoryRepository(session).record([entry])
     events = EventRepository(session)
-    for involved in (involved_object(binding), involved_object(template)):
+    for involved in (InvolvedObject.of(binding), InvolvedObject.of(template)):
         events.record(involved, "Normal", REASON_AVOID_CLEARED, message, now=now, source="scheduler")
     return 1
 
@@ -154,7 +154,7 @@ def say_evicted(
 def _say_eviction(
     events: EventRepository, binding: Mapping[str, Any], charged: budget.Charge, message: str, now: datetime
 ) -> HistoryEntry:
-    involved = involved_object(binding)
+    involved = InvolvedObject.of(binding)
     events.record(
         involved, "Warning", "EvictWorkloadFromClusterSucceed", message, now=now, source=EVENT_SOURCE
     )
@@ -170,7 +170,7 @@ def _say_budget(
     now: datetime,
 ) -> list[HistoryEntry]:
     """The budget change on the template (events) and in the history; a reset first, when there was one."""
-    involved, entries = involved_object(template), []
+    involved, entries = InvolvedObject.of(template), []
     for problem in charged.before.problems:
         events.record(involved, "Warning", "InvalidFailoverBudget", problem, now=now, source=EVENT_SOURCE)
     if charged.reset:
@@ -199,7 +199,7 @@ def _say_exhausted(
     ]
     HistoryRepository(session).record(entries)
     events = EventRepository(session)
-    for involved in (involved_object(binding), involved_object(template)):
+    for involved in (InvolvedObject.of(binding), InvolvedObject.of(template)):
         events.record(involved, "Warning", CONDITION_EXHAUSTED, message, now=now, source=EVENT_SOURCE)
     log.warning("application failover: %s: %s", describe(binding), message)
 
@@ -215,16 +215,6 @@ def _entry(
         reason=reason,
         producer=failover.PRODUCER_APPLICATION_FAILOVER,
         message=message,
-    )
-
-
-def involved_object(obj: Mapping[str, Any]) -> InvolvedObject:
-    meta = obj.get("metadata") or {}
-    return InvolvedObject(
-        str(obj.get("kind") or ""),
-        str(meta.get("name") or ""),
-        str(meta.get("namespace") or ""),
-        str(meta.get("uid") or ""),
     )
 
 

@@ -178,15 +178,8 @@ class ExecutionController:
         """Back the binding off and say why on it (Karmada's reason for a binding without its Works)."""
         now = self.clock.now()
         self.retries.failed(binding_id, now)
-        meta = binding.get("metadata") or {}
-        involved = InvolvedObject(
-            kind=str(binding.get("kind") or ""),
-            name=str(meta.get("name") or ""),
-            namespace=str(meta.get("namespace") or ""),
-            uid=str(meta.get("uid") or ""),
-        )
         isolation.record_failure(
-            session, involved, failed, reason="SyncWorkFailed", source=EVENT_SOURCE, now=now
+            session, InvolvedObject.of(binding), failed, reason="SyncWorkFailed", source=EVENT_SOURCE, now=now
         )
 
 

@@ -80,7 +80,7 @@ class GracefulEvictionController:
                     self._assessed.pop(binding_id, None)
                     isolation.record_failure(
                         session,
-                        _involved(binding),
+                        InvolvedObject.of(binding),
                         outcome,
                         reason="AssessEvictionFailed",
                         source=EVENT_SOURCE,
@@ -153,7 +153,12 @@ class GracefulEvictionController:
                 )
             )
             events.record(
-                _involved(stored), "Normal", "EvictionTaskRemoved", message, now=now, source=EVENT_SOURCE
+                InvolvedObject.of(stored),
+                "Normal",
+                "EvictionTaskRemoved",
+                message,
+                now=now,
+                source=EVENT_SOURCE,
             )
             log.info("graceful eviction: %s %s/%s: %s", stored["kind"], namespace, meta["name"], message)
         HistoryRepository(session).record(entries)
@@ -206,13 +211,3 @@ def _stamp(tasks: list[dict[str, Any]], now: datetime) -> bool:
             task["creationTimestamp"] = format_timestamp(now)
             stamped = True
     return stamped
-
-
-def _involved(binding: Mapping[str, Any]) -> InvolvedObject:
-    meta = binding.get("metadata") or {}
-    return InvolvedObject(
-        str(binding.get("kind") or ""),
-        str(meta.get("name") or ""),
-        str(meta.get("namespace") or ""),
-        str(meta.get("uid") or ""),
-    )

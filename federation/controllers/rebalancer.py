@@ -185,7 +185,7 @@ class WorkloadRebalancerController:
                 if isinstance(outcome, isolation.Failed):
                     isolation.record_failure(
                         session,
-                        _involved(rebalancer),
+                        InvolvedObject.of(rebalancer),
                         outcome,
                         reason="RebalanceFailed",
                         source=EVENT_SOURCE,
@@ -270,7 +270,7 @@ class WorkloadRebalancerController:
             return outcome
         isolation.record_failure(
             session,
-            _involved(binding),
+            InvolvedObject.of(binding),
             outcome,
             reason="TriggerRescheduleFailed",
             source=EVENT_SOURCE,
@@ -296,7 +296,7 @@ class WorkloadRebalancerController:
         name = rebalancer["metadata"]["name"]
         message = f"WorkloadRebalancer {name} asked for a fresh placement (rescheduleTriggeredAt {at})"
         EventRepository(session).record(
-            _involved(written), "Normal", "RescheduleTriggered", message, now=now, source=EVENT_SOURCE
+            InvolvedObject.of(written), "Normal", "RescheduleTriggered", message, now=now, source=EVENT_SOURCE
         )
         return written
 
@@ -367,7 +367,7 @@ def _say_triggered(
         return
     message = f"Asked the scheduler for a fresh placement of {len(triggered)} workload(s)"
     EventRepository(session).record(
-        _involved(rebalancer), "Normal", "RescheduleTriggered", message, now=now, source=EVENT_SOURCE
+        InvolvedObject.of(rebalancer), "Normal", "RescheduleTriggered", message, now=now, source=EVENT_SOURCE
     )
     log.info("workload rebalancer %s: %s", rebalancer["metadata"]["name"], message)
 
@@ -386,7 +386,7 @@ def _say_finished(
     successful, failed, _ = rebalancing.counts(entries)
     message = f"Finished: {successful} of {len(entries)} workload(s) rescheduled, {failed} failed"
     EventRepository(session).record(
-        _involved(rebalancer),
+        InvolvedObject.of(rebalancer),
         "Warning" if failed else "Normal",
         "RebalanceFinished",
         message,
@@ -406,19 +406,14 @@ def _say_failed(
         detail = f"no {kind} {namespace + '/' if namespace else ''}{name}"
     message = f"{entry.workload.label()}: {verdict.reason}" + (f": {detail}" if detail else "")
     EventRepository(session).record(
-        _involved(rebalancer), "Warning", "WorkloadRebalanceFailed", message, now=now, source=EVENT_SOURCE
+        InvolvedObject.of(rebalancer),
+        "Warning",
+        "WorkloadRebalanceFailed",
+        message,
+        now=now,
+        source=EVENT_SOURCE,
     )
 
 
 def _ttl(rebalancer: Mapping[str, Any]) -> str:
     return f"{(rebalancer.get('spec') or {}).get('ttlSecondsAfterFinished')}s (ttlSecondsAfterFinished)"
-
-
-def _involved(obj: Mapping[str, Any]) -> InvolvedObject:
-    meta = obj.get("metadata") or {}
-    return InvolvedObject(
-        str(obj.get("kind") or ""),
-        str(meta.get("name") or ""),
-        str(meta.get("namespace") or ""),
-        str(meta.get("uid") or ""),
-    )

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
@@ -26,6 +28,17 @@ class InvolvedObject:
     name: str
     namespace: str = ""
     uid: str = ""
+
+    @classmethod
+    def of(cls, obj: Mapping[str, Any]) -> InvolvedObject:
+        """The object a manifest is (kind, name, namespace, uid), read defensively."""
+        meta = obj.get("metadata") or {}
+        return cls(
+            str(obj.get("kind") or ""),
+            str(meta.get("name") or ""),
+            str(meta.get("namespace") or ""),
+            str(meta.get("uid") or ""),
+        )
 
 
 @dataclass(frozen=True, slots=True)
