@@ -105,15 +105,15 @@ class ExecutionController:
                 i: self._render(session, i, b, templates.get(_template_uid(b))) for i, b in bindings.items()
             }
             wanted = [_key_of(w) for ws in rendered.values() for w in ws or ()]
-            at_keys = works.by_keys([(k.namespace, k.name) for k in wanted])
+            # Works already at a desired key, by key: one lookup per desired Work, not a scan per binding.
+            at_key = {_key_of(w): w for w in works.by_keys([(k.namespace, k.name) for k in wanted])}
             written = 0
             for binding_id, binding in bindings.items():
                 desired = rendered[binding_id]
                 if desired is None:
                     continue
-                existing = _union(
-                    owned.get(binding_id, []), [w for w in at_keys if _key_of(w) in _keys(desired)]
-                )
+                adopted = [at_key[k] for k in (_key_of(w) for w in desired) if k in at_key]
+                existing = _union(owned.get(binding_id, []), adopted)
                 write = functools.partial(self._write, session, binding_id, binding, desired, existing)
                 outcome = isolation.isolated(session, write)
                 if isinstance(outcome, isolation.Failed):

@@ -6,9 +6,10 @@ One pass:
 2. The bindings on tainted clusters, as (binding id, resourceVersion, cluster) from the indexed target rows
    (one query). A binding is looked at again only when it was written since, its cluster's taints moved,
    or its toleration runs out (``_due``); the rest cost nothing.
-3. Those bindings are loaded (one query) and judged (``failover.taint_verdict``, pure). Each eviction is
-   ``failover.evict_cluster`` written back in a savepoint of one transaction, with a history row and an
-   event; the binding is queued for the scheduler by the write itself (``derive``).
+3. Those bindings are loaded (one query, and one each for their target and task rows) and judged
+   (``failover.taint_verdict``, pure). Each eviction is ``failover.evict_cluster`` written back in a
+   savepoint of one transaction, with an event; the pass's history rows go in the same transaction (one
+   statement). The binding is queued for the scheduler by the write itself (``derive``).
 
 Invariants:
 - ``failover.enabled: false`` evicts nothing.
@@ -30,7 +31,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, selectinload
 
 from federation.controllers import isolation
 from federation.controllers.ratelimit import TokenBucket
@@ -42,7 +43,7 @@ from federation.store.bindings import BindingRepository
 from federation.store.db import UnitOfWork
 from federation.store.events import EventRepository, InvolvedObject
 from federation.store.history import EVICTED, EVICTION_PAUSED, HistoryEntry, HistoryRepository
-from federation.store.repository import manifests_by_id
+from federation.store.manifest import join
 from federation.store.tables import BindingTargetClusterRow, ClusterRow, ResourceBindingRow
 
 log = logging.getLogger(__name__)
@@ -147,9 +148,9 @@ class TaintManager:
     def _judge_and_evict(
         self, due: Sequence[Candidate], tainted: Mapping[str, ClusterView], now: datetime
     ) -> int:
-        evicted = 0
+        evicted: list[HistoryEntry] = []
         with self.uow() as session:
-            bindings = manifests_by_id(session, ResourceBindingRow, sorted({c.binding_id for c in due}))
+            rows, bindings = _load(session, sorted({c.binding_id for c in due}))
             for candidate in due:
                 binding = bindings.get(candidate.binding_id)
                 if binding is None:
@@ -172,9 +173,14 @@ class TaintManager:
                         source=EVENT_SOURCE,
                         now=now,
                     )
-                else:
-                    evicted += outcome
-        return evicted
+                elif outcome is not None:
+                    # The binding as written: a second tainted cluster of it this pass starts from here.
+                    bindings[candidate.binding_id], entry = outcome
+                    evicted.append(entry)
+            # Same transaction as the evictions (a failed one has no row): one statement for the lot.
+            HistoryRepository(session).record(evicted)
+            del rows  # held until here: the session keeps loaded rows only weakly
+        return len(evicted)
 
     # -- pace: rate limit and disruption guard ----------------------------------------------------------
 
@@ -221,15 +227,18 @@ class TaintManager:
 
 
 def _evict(
-    session: Session, loaded: dict[str, Any], cluster: str, verdict: failover.TaintVerdict, now: datetime
-) -> int:
-    """Evict one binding from ``cluster`` (re-read under this transaction); 1 if it was evicted."""
-    meta = loaded["metadata"]
+    session: Session, binding: dict[str, Any], cluster: str, verdict: failover.TaintVerdict, now: datetime
+) -> tuple[dict[str, Any], HistoryEntry] | None:
+    """Evict one binding from ``cluster``: (the binding as written, its history row), or None if it is no
+    longer there.
+
+    ``binding`` was read in this transaction (the batch load, or the previous eviction's result), so no
+    re-read: the write carries its resourceVersion, and a concurrent writer makes it a Conflict.
+    """
+    if cluster not in {c.get("name") for c in binding["spec"].get("clusters") or []}:
+        return None
+    meta = binding["metadata"]
     namespace = meta.get("namespace") or ""
-    repo = BindingRepository(session).objects(namespace)
-    binding = repo.get(namespace, meta["name"])
-    if binding is None or cluster not in {c.get("name") for c in binding["spec"].get("clusters") or []}:
-        return 0
     taint = str(verdict.taint) if verdict.taint is not None else "NoExecute"
     message = f"Evicted from {cluster}: taint {taint} is not tolerated"
     eviction = failover.Eviction(
@@ -240,10 +249,13 @@ def _evict(
         purge_mode=_cluster_purge_mode(binding),
         preserved_label_state=failover.preserved_label_state(binding, cluster, "cluster"),
     )
-    binding["spec"] = failover.evict_cluster(binding["spec"], eviction, now)
-    repo.replace(binding)
+    # ``replace`` keeps the stored status: leaving it out spares copying it (the scheduling explanation
+    # makes it most of a binding's bytes).
+    body = {k: v for k, v in binding.items() if k != "status"}
+    body["spec"] = failover.evict_cluster(binding["spec"], eviction, now)
+    written = BindingRepository(session).objects(namespace).replace(body)
     entry = HistoryEntry.for_binding(
-        binding,
+        written,
         at=now,
         action=EVICTED,
         cluster=cluster,
@@ -251,17 +263,31 @@ def _evict(
         producer=eviction.producer,
         message=message,
     )
-    HistoryRepository(session).record([entry])
     EventRepository(session).record(
-        _involved(binding),
+        _involved(written),
         "Warning",
         "EvictWorkloadFromClusterSucceed",
         message,
         now=now,
         source=EVENT_SOURCE,
     )
-    log.info("taint manager: %s %s/%s: %s", binding["kind"], namespace, meta["name"], message)
-    return 1
+    log.info("taint manager: %s %s/%s: %s", written["kind"], namespace, meta["name"], message)
+    return written, entry
+
+
+def _load(session: Session, ids: Sequence[int]) -> tuple[list[ResourceBindingRow], dict[int, dict[str, Any]]]:
+    """The rows and their manifests (row id → manifest), with the child rows an eviction rewrites (target
+    clusters, eviction tasks) loaded up front: two statements for the batch instead of two lazy loads per
+    evicted binding. The caller holds the rows for its transaction: the session keeps them only weakly,
+    and each eviction's write finds them (children loaded) in it instead of building them again."""
+    statement = (
+        select(ResourceBindingRow)
+        .where(ResourceBindingRow.id.in_(list(ids)))
+        .order_by(ResourceBindingRow.id)
+        .options(selectinload(ResourceBindingRow.targets), selectinload(ResourceBindingRow.eviction_tasks))
+    )
+    rows = list(session.scalars(statement))
+    return rows, {row.id: join(row) for row in rows}
 
 
 def _cluster_purge_mode(binding: Mapping[str, Any]) -> failover.PurgeMode:
