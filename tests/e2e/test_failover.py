@@ -249,6 +249,12 @@ def test_fail_over_then_fail_back_with_a_rebalancer(
         wait_for(lambda: _ready(http, "member1", "True"), timeout=DEADLINE, what="member1 to recover")
         wait_for(lambda: tasks(http, "dyn") == [], timeout=DEADLINE, what="the eviction task to go")
         assert placement(http, "dyn") == {"member2": 4}  # inertia: recovering moves nothing by itself
+        # Fail back only once member1 is schedulable again (its taints gone), as an operator would.
+        wait_for(
+            lambda: not http.get(f"{CLUSTERS}/member1").json()["spec"].get("taints"),
+            timeout=DEADLINE,
+            what="member1's taints to be removed",
+        )
 
         rebalancer = {
             "apiVersion": "apps.karmada.io/v1alpha1",
