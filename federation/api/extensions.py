@@ -16,9 +16,9 @@ Registration = Callable[[FastAPI, "ApiContext"], None]
 
 def registrations() -> list[Registration]:
     """The feature modules' route registrations (imported here, not at module load, to avoid cycles)."""
-    from federation.api import agent, history, join, plan
+    from federation.api import agent, decisions, history, join, plan
 
-    return [join.register, agent.register, plan.register, history.register]
+    return [join.register, agent.register, plan.register, history.register, decisions.register]
 
 
 def register_extensions(app: FastAPI, ctx: ApiContext) -> None:

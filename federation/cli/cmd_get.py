@@ -92,10 +92,23 @@ def describe_command(cli: CliContext, kind: str, name: str, namespace: str | Non
     with cli.client() as client:
         obj = _must_get(client, info, ns, name)
         failover = None
+        decided = None
         if info.kind in ("ResourceBinding", "ClusterResourceBinding"):
             failover = cmd_evictions.history(client, namespace=ns or "", binding=name, limit=50)
-    text = describe_text(obj)
+            decided = latest_explanation(client, ns or "", name)
+    text = describe_text(obj, decided)
     if failover:
         rows = cmd_evictions.history_rows(failover, with_binding=False)
         text += "\nFailover events:\n" + "\n".join("  " + line for line in render_rows(rows).splitlines())
     click.echo(text)
+
+
+DECISIONS_PATH = "/federation/v1/decisions"
+
+
+def latest_explanation(client: FederationClient, namespace: str, name: str) -> dict[str, Any] | None:
+    """The whole explanation of the binding's latest decision (the stored status keeps its summary)."""
+    params = {"namespace": namespace, "binding": name, "limit": "1"}
+    items = client.request("GET", DECISIONS_PATH, params=params).get("items") or []
+    explanation = items[0].get("explanation") if items else None
+    return explanation if isinstance(explanation, dict) and explanation else None

@@ -1,7 +1,8 @@
 """`federation describe`: one object for a human, kubectl-style sections.
 
-Bindings get their scheduling explanation (the decision record the scheduler stores under
-`status.schedulingExplanation`, shape in `federation.scheduling.explain`) as a per-cluster table: the
+Bindings get their scheduling explanation (the latest decision record, read from
+``GET /federation/v1/decisions``; `status.schedulingExplanation` keeps its summary; shape in
+`federation.scheduling.explain`) as a per-cluster table: the
 filter that rejected each cluster and why, or each score plugin's score and weight, whether the spread
 selection kept it and its replicas; then the selection order and the division trace. So "why is nothing
 on member3?" is one command.
@@ -23,10 +24,13 @@ EXPLANATION_KEY = "schedulingExplanation"
 REBALANCER_KIND = "WorkloadRebalancer"
 
 
-def describe_text(obj: dict[str, Any]) -> str:
+def describe_text(obj: dict[str, Any], decided: dict[str, Any] | None = None) -> str:
+    """``decided``: a binding's latest decision's whole explanation, shown instead of the summary its
+    status keeps (the per-cluster part lives in the decision record)."""
     meta = obj.get("metadata") or {}
     status = dict(obj.get("status") or {})
-    explanation = status.pop(EXPLANATION_KEY, None)
+    explanation = decided or status.pop(EXPLANATION_KEY, None)
+    status.pop(EXPLANATION_KEY, None)
     conditions = status.pop("conditions", None)
     lines = [
         f"Name:         {meta.get('name', '')}",

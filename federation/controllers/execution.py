@@ -14,10 +14,12 @@ placement, or orphaned because its binding was deleted) gets `metadata.deletionT
 for sync. Work sync (push) or the cluster's agent (pull) deletes the member objects and then the Work
 row, so no member object outlives its Work unseen. Hand-made Works (no binding annotations) are left alone.
 
-Each batch of bindings is one transaction, and each binding's writes run in a savepoint of it
-(``isolation``): a binding whose Works cannot be rendered or written is rolled back alone, says why in a
-Warning event, and is retried with back-off (``RetryBook``) or as soon as it or its template is written
-again; the others are committed and the feeds move on. A failure outside the per-binding part (the
+Each batch of bindings is one transaction: its bindings, templates and Works are loaded by a few
+queries, and every Work write of the batch goes out in one flush (in a savepoint). If that fails, each
+binding's writes run in a savepoint of their own (``isolation``): a binding whose Works cannot be
+rendered or written is rolled back alone, says why in a Warning event, and is retried with back-off
+(``RetryBook``) or as soon as it or its template is written again; the others are committed and the
+feeds move on. A failure outside the per-binding part (the
 database) leaves the watermarks in place so the next pass sees the same bindings again.
 """
 
@@ -40,7 +42,8 @@ from federation.store.bindings import BindingRepository
 from federation.store.db import UnitOfWork
 from federation.store.errors import Conflict
 from federation.store.events import InvolvedObject
-from federation.store.manifest import format_timestamp
+from federation.store.manifest import format_timestamp, join, split
+from federation.store.tables import WorkRow
 from federation.store.templates import templates_by_uid
 from federation.store.works import WorkRepository
 
@@ -49,6 +52,16 @@ log = logging.getLogger(__name__)
 BINDING_KINDS = ("ResourceBinding", "ClusterResourceBinding")
 WORK_KIND = "Work"
 EVENT_SOURCE = "execution-controller"
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One binding's desired Works and the Works it has (or adopts), loaded in the batch's session."""
+
+    binding_id: int
+    binding: Mapping[str, Any]
+    desired: list[dict[str, Any]]
+    existing: list[dict[str, Any]]
 
 
 @dataclass
@@ -100,30 +113,93 @@ class ExecutionController:
             uids = [_template_uid(b) for b in bindings.values()]
             templates = templates_by_uid(session, [uid for uid in uids if uid])
             works = WorkRepository(session)
-            owned = works.for_binding_ids(list(bindings))
+            owned_rows = works.rows_for_binding_ids(list(bindings))
+            rows = {_row_key(r): r for rs in owned_rows.values() for r in rs}
+            owned = {i: [join(r) for r in rs] for i, rs in owned_rows.items()}
             rendered = {
                 i: self._render(session, i, b, templates.get(_template_uid(b))) for i, b in bindings.items()
             }
-            wanted = [_key_of(w) for ws in rendered.values() for w in ws or ()]
+            wanted = {_key_of(w) for ws in rendered.values() for w in ws or ()}
             # Works already at a desired key, by key: one lookup per desired Work, not a scan per binding.
-            at_key = {_key_of(w): w for w in works.by_keys([(k.namespace, k.name) for k in wanted])}
-            written = 0
+            at_key = {_key_of(w): w for ws in owned.values() for w in ws if _key_of(w) in wanted}
+            for row in works.rows_by_keys([(k.namespace, k.name) for k in wanted if k not in rows]):
+                rows[_row_key(row)] = row
+                at_key[_row_key(row)] = join(row)
+            planned: list[Planned] = []
             for binding_id, binding in bindings.items():
                 desired = rendered[binding_id]
                 if desired is None:
                     continue
                 adopted = [at_key[k] for k in (_key_of(w) for w in desired) if k in at_key]
                 existing = _union(owned.get(binding_id, []), adopted)
-                write = functools.partial(self._write, session, binding_id, binding, desired, existing)
-                outcome = isolation.isolated(session, write)
-                if isinstance(outcome, isolation.Failed):
-                    self._failed(session, binding_id, binding, outcome)
-                else:
-                    written += outcome
-                    self.retries.succeeded([binding_id])
+                planned.append(Planned(binding_id, binding, desired, existing))
+            written = self._write_all(session, planned, rows)
         self._blocked.difference_update(set(ids) - set(bindings))
         self.retries.succeeded(set(ids) - set(bindings))
         return written
+
+    def _write_all(
+        self, session: Session, planned: Sequence[Planned], rows: Mapping[rendering.WorkKey, WorkRow]
+    ) -> int:
+        """Every binding's Work writes by one flush in a savepoint; if that fails, each binding in its own
+        savepoint, so one that cannot be written says why and the others are committed."""
+        try:
+            with session.begin_nested():
+                plans = [(p, rendering.plan_works(p.binding, p.desired, p.existing)) for p in planned]
+                written = self._apply_batch(session, plans, rows)
+        except isolation.OUTAGE:
+            raise
+        except Exception as exc:
+            log.info(
+                "execution: batch write of %d bindings failed (%s); writing one by one", len(planned), exc
+            )
+            return self._write_each(session, planned)
+        for p, plan in plans:
+            self._note_blocked(p.binding_id, plan)
+        self.retries.succeeded([p.binding_id for p in planned])
+        return written
+
+    def _apply_batch(
+        self,
+        session: Session,
+        plans: Sequence[tuple[Planned, rendering.WorkPlan]],
+        rows: Mapping[rendering.WorkKey, WorkRow],
+    ) -> int:
+        works = WorkRepository(session, clock=self.clock.now)
+        timestamp = format_timestamp(self.clock.now())
+        queued: list[WorkRow] = []
+        for p, plan in plans:
+            existing = {_key_of(w): w for w in p.existing}
+            for work in plan.create:
+                works.objects.create_pending(work, binding_id=p.binding_id)
+            for work in plan.replace:
+                works.objects.replace_loaded(rows[_key_of(work)], split(work), flush=False)
+            queued.extend(rows[key] for key in plan.resurrect)
+            for key in plan.tombstone:
+                marked = rendering.tombstoned(existing[key], timestamp)
+                works.objects.replace_loaded(rows[key], split(marked), flush=False)
+                queued.append(rows[key])  # metadata-only: deletion must reach the member all the same
+        session.flush()
+        works.mark_ids_need_sync([row.id for row in queued])
+        return sum(plan.writes for _, plan in plans)
+
+    def _write_each(self, session: Session, planned: Sequence[Planned]) -> int:
+        written = 0
+        for p in planned:
+            write = functools.partial(self._write, session, p.binding_id, p.binding, p.desired, p.existing)
+            outcome = isolation.isolated(session, write)
+            if isinstance(outcome, isolation.Failed):
+                self._failed(session, p.binding_id, p.binding, outcome)
+            else:
+                written += outcome
+                self.retries.succeeded([p.binding_id])
+        return written
+
+    def _note_blocked(self, binding_id: int, plan: rendering.WorkPlan) -> None:
+        if plan.blocked:
+            self._blocked.add(binding_id)
+        else:
+            self._blocked.discard(binding_id)
 
     def _render(
         self,
@@ -151,10 +227,7 @@ class ExecutionController:
         existing: list[dict[str, Any]],
     ) -> int:
         plan = rendering.plan_works(binding, desired, existing)
-        if plan.blocked:
-            self._blocked.add(binding_id)
-        else:
-            self._blocked.discard(binding_id)
+        self._note_blocked(binding_id, plan)
         apply_plan(session, plan, {_key_of(w): w for w in existing}, format_timestamp(self.clock.now()))
         return plan.writes
 
@@ -201,6 +274,10 @@ def apply_plan(
         works.objects.replace(rendering.tombstoned(existing[key], timestamp))
         # A metadata-only change does not queue the Work by itself; deletion must reach the member.
         works.mark_needs_sync(key.namespace, key.name)
+
+
+def _row_key(row: WorkRow) -> rendering.WorkKey:
+    return rendering.WorkKey(row.namespace, row.name)
 
 
 def _template_uid(binding: Mapping[str, Any]) -> str:

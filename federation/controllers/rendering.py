@@ -20,13 +20,13 @@ Invariants:
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from federation.model import budget
 from federation.model.binding import CLUSTER_PERMANENT_ID_LABEL, PERMANENT_ID_LABEL
+from federation.model.jsonvalue import clone
 from federation.model.work import (
     WORK_FINALIZER,
     WORK_NAME_ANNOTATION,
@@ -215,7 +215,7 @@ def render_manifest(
 
 def prune(template: Mapping[str, Any]) -> dict[str, Any]:
     """The template without status and server-owned metadata (Karmada ``RemoveIrrelevantFields``)."""
-    manifest = copy.deepcopy(dict(template))
+    manifest = clone(dict(template))
     manifest.pop("status", None)
     meta = manifest.setdefault("metadata", {})
     for key in _SERVER_METADATA:
@@ -327,14 +327,14 @@ def _differs(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:
 
 def _with_version(desired: dict[str, Any], existing: Mapping[str, Any]) -> dict[str, Any]:
     """``desired`` replacing ``existing``: keeps its resourceVersion (optimistic concurrency)."""
-    work = copy.deepcopy(desired)
+    work = clone(desired)
     work["metadata"]["resourceVersion"] = (existing.get("metadata") or {}).get("resourceVersion")
     return work
 
 
 def tombstoned(work: Mapping[str, Any], timestamp: str) -> dict[str, Any]:
     """``work`` marked for deletion at ``timestamp`` (kept, with its resourceVersion)."""
-    marked = copy.deepcopy(dict(work))
+    marked = clone(dict(work))
     marked["metadata"][DELETION_TIMESTAMP] = timestamp
     marked["metadata"].setdefault("finalizers", [WORK_FINALIZER])
     return marked

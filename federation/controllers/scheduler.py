@@ -7,8 +7,10 @@ One reconcile:
 2. Batches of queued bindings: one transaction claims the batch and loads its bindings, every cluster
    (as snapshots), every WorkloadPolicy and the batch's templates (one query each, whatever the batch
    size). Each binding is then decided in memory (``planner``/``engine``), the capacity it takes is
-   assumed for the rest of the cycle (``engine.assume``), and its write is one transaction: spec.clusters
-   + applied-placement annotation, status, decision record, event, claim release.
+   assumed for the rest of the cycle (``engine.assume``). The batch's writes are one transaction: the
+   rows are loaded in one query and written by one flush (spec.clusters + applied-placement annotation,
+   status), then one INSERT of decision records, one event upsert and the claim releases. If that
+   transaction fails, each binding is written in its own transaction, so only the culprit is affected.
 
 Invariants:
 - Karmada's triggers decide (``planner.scheduling_trigger``); with none, only
@@ -33,7 +35,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, selectinload
 
 from federation.controllers import budget_records, isolation
 from federation.controllers.runtime import Clock, Outcome
@@ -46,8 +48,8 @@ from federation.store.bindings import BindingRepository
 from federation.store.db import UnitOfWork
 from federation.store.decisions import Decision, DecisionRepository
 from federation.store.errors import Conflict, NotFound
-from federation.store.events import EventRepository, InvolvedObject
-from federation.store.manifest import join
+from federation.store.events import EventEntry, EventRepository, InvolvedObject
+from federation.store.manifest import join, split
 from federation.store.repository import ObjectRepository
 from federation.store.tables import ClusterRow, ResourceBindingRow
 from federation.store.templates import templates_by_uid
@@ -67,6 +69,16 @@ class CycleState:
     clusters: list[ClusterSnapshot]
     workload_policies: list[Manifest]
     templates: dict[str, Manifest]
+
+
+@dataclass(frozen=True)
+class Pending:
+    """One binding's decision, made in memory, waiting for the batch write."""
+
+    item: claims.Claim
+    binding: Manifest
+    render: Callable[[Manifest], Manifest]
+    result: ScheduleResult | None
 
 
 @dataclass
@@ -130,18 +142,27 @@ class Scheduler:
                 return 0, 0
             bindings = bindings_by_id(session, [c.id for c in claimed])
             state = load_state(session, list(bindings.values()))
-        written = 0
+        suspended: list[claims.Claim] = []
+        pending: list[Pending] = []
         for item in claimed:
             binding = bindings.get(item.id)
             if binding is None:
                 continue
             try:
-                written += self._handle(item, binding, state)
+                decided = self._decide_binding(item, binding, state)
             except isolation.OUTAGE:
                 raise
             except Exception as exc:  # one binding's failure must not leave the rest of the batch claimed
                 self._failed(item, isolation.Failed(exc))
-        return len(claimed), written
+                continue
+            if decided is None:
+                suspended.append(item)
+            else:
+                pending.append(decided)
+        if suspended:
+            with self.uow() as session:
+                claims.release(session, ResourceBindingRow, suspended, self.identity, done=True)
+        return len(claimed), self._write_all(pending)
 
     def _failed(self, item: claims.Claim, failed: isolation.Failed) -> None:
         """Back the binding off (its claim columns) and say why on it."""
@@ -154,17 +175,17 @@ class Scheduler:
                 session, involved, failed, reason="ScheduleBindingFailed", source=EVENT_SOURCE, now=now
             )
 
-    def _handle(self, item: claims.Claim, binding: Manifest, state: CycleState) -> int:
+    def _decide_binding(self, item: claims.Claim, binding: Manifest, state: CycleState) -> Pending | None:
+        """What to write for one binding (None: suspended, nothing to write), decided in memory."""
         if planner.scheduling_suspended(binding):
-            self._release(item, done=True)
-            return 0
+            return None
         policy = planner.workload_policy_key(self._workload_policy(binding, state))
         trigger = planner.scheduling_trigger(binding, planner.gone_clusters(binding, state.clusters), policy)
         if trigger is None:
-            return self._write(item, binding, planner.sync_observed_generation, None)
+            return Pending(item, binding, planner.sync_observed_generation, None)
         result = self._decide(binding, state)
         now = self.clock.now()
-        return self._write(
+        return Pending(
             item, binding, lambda current: planner.apply_result(current, result, now, trigger, policy), result
         )
 
@@ -183,6 +204,79 @@ class Scheduler:
             return _scheduler_error(binding, f"scheduling failed: {exc}")
         state.clusters = engine.assume(state.clusters, result, given.resource_request, given.previous)
         return result
+
+    # -- writes ---------------------------------------------------------------------------------------
+
+    def _write_all(self, pending: Sequence[Pending]) -> int:
+        """Write the batch's decisions in one transaction; if that fails, one transaction per binding
+        (so one binding that cannot be written, or a race with another writer, costs only itself)."""
+        if not pending:
+            return 0
+        try:
+            with self.uow() as session:
+                return self._store_batch(session, pending, self.clock.now())
+        except isolation.OUTAGE:
+            raise
+        except Exception as exc:
+            log.info(
+                "scheduler: batch write of %d bindings failed (%s); writing one by one", len(pending), exc
+            )
+        return sum(self._write_one(p) for p in pending)
+
+    def _write_one(self, pending: Pending) -> int:
+        try:
+            return self._write(pending.item, pending.binding, pending.render, pending.result)
+        except isolation.OUTAGE:
+            raise
+        except Exception as exc:
+            self._failed(pending.item, isolation.Failed(exc))
+            return 0
+
+    def _store_batch(self, session: Session, pending: Sequence[Pending], now: datetime) -> int:
+        """Every binding of the batch from one query, written by one flush; decisions, events and claim
+        releases as a few statements for the whole batch. Raises on any failure (the caller falls back)."""
+        rows = loaded_rows(session, [p.item.id for p in pending])
+        repo = BindingRepository(session, clock=self.clock.now)
+        stored: list[tuple[Pending, Manifest, int, Manifest]] = []
+        stale: list[claims.Claim] = []
+        for p in pending:
+            row = rows.get(p.item.id)
+            meta = p.binding["metadata"]
+            if row is None or row.generation != meta.get("generation"):
+                stale.append(p.item)  # deleted, or decided for an older spec: the newer one is queued
+                continue
+            current = join(row)
+            written = p.render(current)
+            explanation = (written.get("status") or {}).get(planner.EXPLANATION_KEY) or {}
+            written["status"] = planner.stored_status(written.get("status") or {})
+            objects = repo.objects(row.namespace)
+            if _spec_or_annotations_differ(current, written):
+                objects.replace_loaded(row, split(written), flush=False)
+                written["metadata"]["generation"] = row.generation
+                if p.result is not None and p.result.succeeded:
+                    written["status"]["schedulerObservedGeneration"] = row.generation
+            objects.update_status_loaded(row, written.get("status"), flush=False)
+            own_bumps = int(current.get("spec") != written.get("spec"))
+            stored.append((p, written, own_bumps, explanation))
+        session.flush()
+        decided = [(w, p.result, e) for p, w, _, e in stored if p.result is not None]
+        _record_many(session, decided, now)
+        done: list[claims.Claim] = []
+        retry: dict[datetime, list[claims.Claim]] = {now: stale}
+        for p, written, own_bumps, _ in stored:
+            if p.result is not None and p.result.avoid_ignored:
+                budget_records.clear_avoid_list(session, written, now, self.clock.now)
+            # Our own spec write queued the binding once more; only a change by someone else may.
+            seen = dataclasses.replace(p.item, dirty_seq=p.item.dirty_seq + own_bumps)
+            retry_at = self._retry_at(session, written, p.result, now)
+            if retry_at is None:
+                done.append(seen)
+            else:
+                retry.setdefault(retry_at, []).append(seen)
+        claims.release(session, ResourceBindingRow, done, self.identity, done=True)
+        for retry_at, items in retry.items():
+            claims.release(session, ResourceBindingRow, items, self.identity, done=False, retry_at=retry_at)
+        return len(stored)
 
     def _write(
         self,
@@ -236,6 +330,8 @@ class Scheduler:
         if current["metadata"].get("generation") != meta.get("generation"):
             return None  # decided for an older spec; the newer one is queued already
         written = render(current)
+        explanation = (written.get("status") or {}).get(planner.EXPLANATION_KEY) or {}
+        written["status"] = planner.stored_status(written.get("status") or {})
         own_bumps = int(current.get("spec") != written.get("spec"))
         if _spec_or_annotations_differ(current, written):
             stored = repo.replace(written)
@@ -244,7 +340,7 @@ class Scheduler:
                 written["status"]["schedulerObservedGeneration"] = stored["metadata"]["generation"]
         repo.update_status(namespace, name, written.get("status"))
         if result is not None:
-            _record(session, written, result, now)
+            _record_many(session, [(written, result, explanation)], now)
         if result is not None and result.avoid_ignored:
             # Only the clusters the workload already failed on could take it: its tried list goes.
             budget_records.clear_avoid_list(session, written, now, self.clock.now)
@@ -275,6 +371,16 @@ def bindings_by_id(session: Session, ids: Sequence[int]) -> dict[int, Manifest]:
     """Row id → binding manifest, one query."""
     statement = select(ResourceBindingRow).where(ResourceBindingRow.id.in_(list(ids)))
     return {row.id: join(row) for row in session.scalars(statement)}
+
+
+def loaded_rows(session: Session, ids: Sequence[int]) -> dict[int, ResourceBindingRow]:
+    """Row id → binding row with its target and eviction-task rows (three queries, not one per row)."""
+    statement = (
+        select(ResourceBindingRow)
+        .where(ResourceBindingRow.id.in_(list(ids)))
+        .options(selectinload(ResourceBindingRow.targets), selectinload(ResourceBindingRow.eviction_tasks))
+    )
+    return {row.id: row for row in session.scalars(statement)}
 
 
 def load_state(session: Session, bindings: Sequence[Manifest]) -> CycleState:
@@ -330,26 +436,35 @@ def _spec_or_annotations_differ(current: Manifest, written: Manifest) -> bool:
     return annotations or current.get("spec") != written.get("spec")
 
 
-def _record(session: Session, binding: Manifest, result: ScheduleResult, now: datetime) -> None:
+def _record_many(
+    session: Session, decided: Sequence[tuple[Manifest, ScheduleResult, Manifest]], now: datetime
+) -> None:
+    """The decision records and Karmada's Scheduled events of written bindings: one INSERT and one
+    upsert for the lot."""
+    if not decided:
+        return
+    DecisionRepository(session).append_many([_decision(b, r, e, now) for b, r, e in decided])
+    events = []
+    for binding, result, _ in decided:
+        type_, reason, message = planner.event_of(result)
+        events.append(EventEntry(InvolvedObject.of(binding), type_, reason, message))
+    EventRepository(session).record_many(events, now=now, source=EVENT_SOURCE)
+
+
+def _decision(binding: Manifest, result: ScheduleResult, explanation: Manifest, now: datetime) -> Decision:
     meta = binding["metadata"]
-    namespace = meta.get("namespace") or ""
-    DecisionRepository(session).append(
-        Decision(
-            binding_uid=str(meta.get("uid") or ""),
-            binding_kind=binding["kind"],
-            binding_namespace=namespace,
-            binding_name=meta["name"],
-            binding_generation=meta.get("generation"),
-            result=result.result,
-            message=result.message,
-            clusters=planner.target_entries(result),
-            explanation=(binding.get("status") or {}).get(planner.EXPLANATION_KEY) or {},
-            created_at=now,
-        )
+    return Decision(
+        binding_uid=str(meta.get("uid") or ""),
+        binding_kind=binding["kind"],
+        binding_namespace=meta.get("namespace") or "",
+        binding_name=meta["name"],
+        binding_generation=meta.get("generation"),
+        result=result.result,
+        message=result.message,
+        clusters=planner.target_entries(result),
+        explanation=explanation,
+        created_at=now,
     )
-    type_, reason, message = planner.event_of(result)
-    involved = InvolvedObject(binding["kind"], meta["name"], namespace, str(meta.get("uid") or ""))
-    EventRepository(session).record(involved, type_, reason, message, now=now, source=EVENT_SOURCE)
 
 
 def _scheduler_error(binding: Manifest, message: str) -> ScheduleResult:

@@ -7,9 +7,11 @@ One pass:
    (one query). A binding is looked at again only when it was written since, its cluster's taints moved,
    or its toleration runs out (``_due``); the rest cost nothing.
 3. Those bindings are loaded (one query, and one each for their target and task rows) and judged
-   (``failover.taint_verdict``, pure). Each eviction is ``failover.evict_cluster`` written back in a
-   savepoint of one transaction, with an event; the pass's history rows go in the same transaction (one
-   statement). The binding is queued for the scheduler by the write itself (``derive``).
+   (``failover.taint_verdict``, pure). The evictions (``failover.evict_cluster``) are written to the loaded
+   rows by one flush in a savepoint, with one event upsert; the pass's history rows go in the same
+   transaction (one statement). If the batch fails, each eviction is retried in its own savepoint, so a
+   binding that cannot be evicted says why and the others go on. The binding is queued for the scheduler
+   by the write itself (``derive``).
 
 Invariants:
 - ``failover.enabled: false`` evicts nothing.
@@ -41,9 +43,9 @@ from federation.model.placement import Taint, Toleration
 from federation.settings import FailoverSettings
 from federation.store.bindings import BindingRepository
 from federation.store.db import UnitOfWork
-from federation.store.events import EventRepository, InvolvedObject
+from federation.store.events import EventEntry, EventRepository, InvolvedObject
 from federation.store.history import EVICTED, EVICTION_PAUSED, HistoryEntry, HistoryRepository
-from federation.store.manifest import join
+from federation.store.manifest import join, split
 from federation.store.tables import BindingTargetClusterRow, ClusterRow, ResourceBindingRow
 
 log = logging.getLogger(__name__)
@@ -148,9 +150,9 @@ class TaintManager:
     def _judge_and_evict(
         self, due: Sequence[Candidate], tainted: Mapping[str, ClusterView], now: datetime
     ) -> int:
-        evicted: list[HistoryEntry] = []
         with self.uow() as session:
             rows, bindings = _load(session, sorted({c.binding_id for c in due}))
+            planned: list[Planned] = []
             for candidate in due:
                 binding = bindings.get(candidate.binding_id)
                 if binding is None:
@@ -162,25 +164,39 @@ class TaintManager:
                     key = (candidate.binding_id, candidate.cluster)
                     self._judged[key] = (candidate.resource_version, _fingerprint(cluster), at)
                     continue
-                work = functools.partial(_evict, session, binding, cluster.name, verdict, now)
-                outcome = isolation.isolated(session, work)
-                if isinstance(outcome, isolation.Failed):
-                    isolation.record_failure(
-                        session,
-                        _involved(binding),
-                        outcome,
-                        reason="EvictFailed",
-                        source=EVENT_SOURCE,
-                        now=now,
-                    )
-                elif outcome is not None:
-                    # The binding as written: a second tainted cluster of it this pass starts from here.
-                    bindings[candidate.binding_id], entry = outcome
-                    evicted.append(entry)
+                planned.append(Planned(candidate.binding_id, cluster.name, verdict))
+            if not planned:
+                return 0
+            try:
+                with session.begin_nested():
+                    evicted = _evict_batch(session, rows, bindings, planned, now)
+            except isolation.OUTAGE:
+                raise
+            except Exception as exc:  # one binding spoiled the batch: each in its own savepoint
+                log.info("taint manager: batch eviction failed (%s); evicting one by one", exc)
+                evicted = self._evict_each(session, bindings, planned, now)
             # Same transaction as the evictions (a failed one has no row): one statement for the lot.
             HistoryRepository(session).record(evicted)
-            del rows  # held until here: the session keeps loaded rows only weakly
         return len(evicted)
+
+    def _evict_each(
+        self, session: Session, bindings: dict[int, dict[str, Any]], planned: Sequence[Planned], now: datetime
+    ) -> list[HistoryEntry]:
+        """The evictions one savepoint each: a binding that cannot be evicted says why and waits."""
+        evicted: list[HistoryEntry] = []
+        for step in planned:
+            binding = bindings[step.binding_id]
+            work = functools.partial(_evict, session, binding, step.cluster, step.verdict, now)
+            outcome = isolation.isolated(session, work)
+            if isinstance(outcome, isolation.Failed):
+                isolation.record_failure(
+                    session, _involved(binding), outcome, reason="EvictFailed", source=EVENT_SOURCE, now=now
+                )
+            elif outcome is not None:
+                # The binding as written: a second tainted cluster of it this pass starts from here.
+                bindings[step.binding_id], entry = outcome
+                evicted.append(entry)
+        return evicted
 
     # -- pace: rate limit and disruption guard ----------------------------------------------------------
 
@@ -226,19 +242,32 @@ class TaintManager:
             )
 
 
-def _evict(
-    session: Session, binding: dict[str, Any], cluster: str, verdict: failover.TaintVerdict, now: datetime
-) -> tuple[dict[str, Any], HistoryEntry] | None:
-    """Evict one binding from ``cluster``: (the binding as written, its history row), or None if it is no
-    longer there.
+@dataclass(frozen=True, slots=True)
+class Planned:
+    """An eviction the pass decided on (judged and within the rate limit)."""
 
-    ``binding`` was read in this transaction (the batch load, or the previous eviction's result), so no
-    re-read: the write carries its resourceVersion, and a concurrent writer makes it a Conflict.
-    """
+    binding_id: int
+    cluster: str
+    verdict: failover.TaintVerdict
+
+
+@dataclass(frozen=True, slots=True)
+class Evicted:
+    """One binding evicted from one cluster, in memory: its new body (without status) and what to say."""
+
+    body: dict[str, Any]
+    cluster: str
+    reason: str
+    producer: str
+    message: str
+
+
+def _eviction(
+    binding: Mapping[str, Any], cluster: str, verdict: failover.TaintVerdict, now: datetime
+) -> Evicted | None:
+    """The binding evicted from ``cluster`` (pure), or None if it is no longer there."""
     if cluster not in {c.get("name") for c in binding["spec"].get("clusters") or []}:
         return None
-    meta = binding["metadata"]
-    namespace = meta.get("namespace") or ""
     taint = str(verdict.taint) if verdict.taint is not None else "NoExecute"
     message = f"Evicted from {cluster}: taint {taint} is not tolerated"
     eviction = failover.Eviction(
@@ -253,25 +282,77 @@ def _evict(
     # makes it most of a binding's bytes).
     body = {k: v for k, v in binding.items() if k != "status"}
     body["spec"] = failover.evict_cluster(binding["spec"], eviction, now)
-    written = BindingRepository(session).objects(namespace).replace(body)
+    return Evicted(body, cluster, eviction.reason, eviction.producer, message)
+
+
+def _said(evicted: Evicted, written: Mapping[str, Any], now: datetime) -> tuple[HistoryEntry, EventEntry]:
     entry = HistoryEntry.for_binding(
-        written,
+        dict(written),
         at=now,
         action=EVICTED,
-        cluster=cluster,
-        reason=eviction.reason,
-        producer=eviction.producer,
-        message=message,
+        cluster=evicted.cluster,
+        reason=evicted.reason,
+        producer=evicted.producer,
+        message=evicted.message,
     )
-    EventRepository(session).record(
-        _involved(written),
-        "Warning",
-        "EvictWorkloadFromClusterSucceed",
-        message,
-        now=now,
-        source=EVENT_SOURCE,
+    event = EventEntry(_involved(written), "Warning", "EvictWorkloadFromClusterSucceed", evicted.message)
+    meta = written.get("metadata") or {}
+    log.info(
+        "taint manager: %s %s/%s: %s",
+        written.get("kind"),
+        meta.get("namespace") or "",
+        meta.get("name"),
+        evicted.message,
     )
-    log.info("taint manager: %s %s/%s: %s", written["kind"], namespace, meta["name"], message)
+    return entry, event
+
+
+def _evict_batch(
+    session: Session,
+    rows: Sequence[ResourceBindingRow],
+    bindings: Mapping[int, dict[str, Any]],
+    planned: Sequence[Planned],
+    now: datetime,
+) -> list[HistoryEntry]:
+    """Every planned eviction written by one flush, with one event upsert: the rows were loaded in this
+    transaction, so each write carries the resourceVersion read and a concurrent writer fails the flush
+    (the caller then goes one by one)."""
+    by_id = {row.id: row for row in rows}
+    bodies: dict[int, dict[str, Any]] = {}
+    done: list[tuple[int, Evicted]] = []
+    for step in planned:
+        evicted = _eviction(
+            bodies.get(step.binding_id) or bindings[step.binding_id], step.cluster, step.verdict, now
+        )
+        if evicted is not None:
+            bodies[step.binding_id] = evicted.body  # a second tainted cluster of it starts from here
+            done.append((step.binding_id, evicted))
+    repo = BindingRepository(session)
+    for binding_id, body in bodies.items():
+        row = by_id[binding_id]
+        repo.objects(row.namespace).replace_loaded(row, split(body), flush=False)
+    session.flush()
+    said = [_said(evicted, bodies[binding_id], now) for binding_id, evicted in done]
+    EventRepository(session).record_many([event for _, event in said], now=now, source=EVENT_SOURCE)
+    return [entry for entry, _ in said]
+
+
+def _evict(
+    session: Session, binding: dict[str, Any], cluster: str, verdict: failover.TaintVerdict, now: datetime
+) -> tuple[dict[str, Any], HistoryEntry] | None:
+    """Evict one binding from ``cluster``: (the binding as written, its history row), or None if it is no
+    longer there.
+
+    ``binding`` was read in this transaction (the batch load, or the previous eviction's result), so no
+    re-read: the write carries its resourceVersion, and a concurrent writer makes it a Conflict.
+    """
+    evicted = _eviction(binding, cluster, verdict, now)
+    if evicted is None:
+        return None
+    namespace = binding["metadata"].get("namespace") or ""
+    written = BindingRepository(session).objects(namespace).replace(evicted.body)
+    entry, event = _said(evicted, written, now)
+    EventRepository(session).record_many([event], now=now, source=EVENT_SOURCE)
     return written, entry
 
 

@@ -12,13 +12,13 @@ Invariants:
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
+from federation.model.jsonvalue import clone
 from federation.model.placement import Taint, Toleration, untolerated_taints
 
 NOT_READY_TAINT_KEY = "cluster.karmada.io/not-ready"
@@ -125,7 +125,7 @@ class Eviction:
 def evict_cluster(spec: Mapping[str, Any], eviction: Eviction, now: datetime) -> dict[str, Any]:
     """Karmada ``GracefulEvictCluster``: drop the cluster from ``spec.clusters`` and, unless a task for it
     exists already, append one; ``Never`` keeps the old copy until a user flips ``suppressDeletion``."""
-    new = copy.deepcopy(dict(spec))
+    new = clone(dict(spec))
     clusters = [c for c in new.get("clusters") or [] if isinstance(c, Mapping)]
     evicted = next((c for c in clusters if c.get("name") == eviction.cluster), None)
     new["clusters"] = [c for c in clusters if c is not evicted]

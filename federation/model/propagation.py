@@ -15,12 +15,12 @@ The binding copies the placement and the policy-level fields; scheduler-owned fi
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from federation.model.binding import binding_name
+from federation.model.jsonvalue import clone
 from federation.model.policy import PropagationSpec
 from federation.model.workload import replicas_of, resource_request_of
 
@@ -131,7 +131,7 @@ def desired_binding(
     namespace = meta.get("namespace") or ""
     spec: dict[str, Any] = {
         "resource": _resource_ref(template),
-        "placement": copy.deepcopy((policy.get("spec") or {}).get("placement") or {}),
+        "placement": clone((policy.get("spec") or {}).get("placement") or {}),
     }
     replicas, request = replicas_of(template), resource_request_of(template)
     if replicas:
@@ -139,9 +139,9 @@ def desired_binding(
     if request:
         spec["replicaRequirements"] = {"resourceRequest": request}
     policy_spec = policy.get("spec") or {}
-    spec.update({f: copy.deepcopy(policy_spec[f]) for f in POLICY_FIELDS if f in policy_spec})
+    spec.update({f: clone(policy_spec[f]) for f in POLICY_FIELDS if f in policy_spec})
     old_spec = (existing or {}).get("spec") or {}
-    spec.update({f: copy.deepcopy(old_spec[f]) for f in SCHEDULER_OWNED if f in old_spec})
+    spec.update({f: clone(old_spec[f]) for f in SCHEDULER_OWNED if f in old_spec})
     old_labels = ((existing or {}).get("metadata") or {}).get("labels") or {}
     labels = {k: v for k, v in old_labels.items() if k not in POLICY_LABELS} | _policy_labels(policy)
     return {
@@ -192,7 +192,7 @@ def binding_changed(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> 
     """
 
     def comparable(obj: Mapping[str, Any]) -> tuple[Any, ...]:
-        spec = copy.deepcopy(dict(obj.get("spec") or {}))
+        spec = clone(dict(obj.get("spec") or {}))
         spec.get("resource", {}).pop("resourceVersion", None)
         meta = obj.get("metadata") or {}
         return spec, meta.get("labels") or {}, meta.get("ownerReferences") or []

@@ -17,12 +17,12 @@ Invariants:
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
 from federation.model.base import INT32_MAX
+from federation.model.jsonvalue import clone
 from federation.model.quantity import format_quantity, parse_quantity
 
 REPLICA_KINDS = frozenset({("apps", "Deployment"), ("apps", "StatefulSet"), ("apps", "ReplicaSet")})
@@ -140,7 +140,7 @@ def _quantity(value: Any, path: str) -> Decimal:
 
 def with_replicas(template: Mapping[str, Any], replicas: int) -> dict[str, Any]:
     """A deep copy of the template with its replica count set (ReviseReplica); others unchanged."""
-    revised = copy.deepcopy(dict(template))
+    revised = clone(dict(template))
     key = _group_kind(template)
     field = "replicas" if key in REPLICA_KINDS else "parallelism" if key == JOB else None
     if field is None:

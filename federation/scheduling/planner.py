@@ -11,14 +11,14 @@ Invariants:
   always (``lastTransitionTime`` moves only when its status flips); ``schedulerObservedGeneration`` (the
   generation after this write: a changed ``spec.clusters`` bumps it) and ``lastScheduledTime`` only on
   Success; ``schedulerObservingAffinityName`` only when a term was chosen.
-  The engine's explanation goes to ``status.schedulingExplanation``.
+  The engine's explanation goes to ``status.schedulingExplanation``; ``federation plan`` prints it whole,
+  the scheduler stores its summary there (``stored_status``) and the whole of it in the decision record.
 - ``spec.clusters`` entries omit ``replicas`` when it is 0 (Karmada's ``omitempty``).
 - Offline planning (``plan_manifests``) lives in ``federation.scheduling.offline``.
 """
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Collection, Mapping, Sequence
 from datetime import UTC, datetime
@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 from federation.model import budget
 from federation.model.binding import APPLIED_PLACEMENT_ANNOTATION, CONDITION_SCHEDULED
+from federation.model.jsonvalue import clone
 from federation.model.placement import Placement
 from federation.model.quantity import to_int, to_milli
 from federation.model.workloadpolicy import WorkloadPolicy
@@ -308,7 +309,7 @@ def apply_result(
     ``workload_policy`` is the key of the WorkloadPolicy the result followed ("" for none), recorded with
     the applied placement so a later change of the policy is a trigger.
     """
-    out = copy.deepcopy(dict(binding))
+    out = clone(dict(binding))
     meta = out.setdefault("metadata", {})
     spec = out.setdefault("spec", {})
     if result.writes_clusters:
@@ -337,9 +338,24 @@ def apply_result(
     return out
 
 
+# The per-cluster part of an explanation: every cluster's filter verdict and scores (~250 bytes each).
+PER_CLUSTER_KEY = "clusters"
+
+
+def stored_status(status: Mapping[str, Any]) -> dict[str, Any]:
+    """The status as the scheduler stores it: the explanation without its per-cluster part, which goes
+    to the decision record only (written once, instead of being read and rewritten with the binding by
+    every controller: at 100 clusters it is 90% of a binding's bytes)."""
+    explanation = status.get(EXPLANATION_KEY)
+    if not isinstance(explanation, Mapping) or PER_CLUSTER_KEY not in explanation:
+        return dict(status)
+    summary = {k: v for k, v in explanation.items() if k != PER_CLUSTER_KEY}
+    return {**status, EXPLANATION_KEY: summary}
+
+
 def sync_observed_generation(binding: Manifest) -> dict[str, Any]:
     """Nothing triggers a schedule: only ``schedulerObservedGeneration`` follows ``generation``."""
-    out = copy.deepcopy(dict(binding))
+    out = clone(dict(binding))
     generation = int((out.get("metadata") or {}).get("generation") or 1)
     out["status"] = {**(out.get("status") or {}), "schedulerObservedGeneration": generation}
     return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -50,21 +51,15 @@ class DecisionRepository:
         self.session = session
 
     def append(self, decision: Decision) -> Decision:
-        row = SchedulingDecisionRow(
-            binding_uid=decision.binding_uid,
-            binding_kind=decision.binding_kind,
-            binding_namespace=decision.binding_namespace,
-            binding_name=decision.binding_name,
-            binding_generation=decision.binding_generation,
-            result=decision.result,
-            message=decision.message,
-            clusters=list(decision.clusters),
-            explanation=dict(decision.explanation),
-            created_at=decision.created_at,
-        )
+        row = _row_of(decision)
         self.session.add(row)
         self.session.flush()
         return Decision.from_row(row)
+
+    def append_many(self, decisions: Sequence[Decision]) -> None:
+        """Append a batch: one multi-row INSERT at the flush (nothing is read back)."""
+        self.session.add_all([_row_of(d) for d in decisions])
+        self.session.flush()
 
     def latest(self, binding_uid: str) -> Decision | None:
         found = self.history(binding_uid=binding_uid, limit=1)
@@ -94,3 +89,18 @@ class DecisionRepository:
         statement = select(t).where(*conditions)
         statement = statement.order_by(t.created_at.desc(), t.id.desc()).limit(limit)
         return [Decision.from_row(row) for row in self.session.scalars(statement)]
+
+
+def _row_of(decision: Decision) -> SchedulingDecisionRow:
+    return SchedulingDecisionRow(
+        binding_uid=decision.binding_uid,
+        binding_kind=decision.binding_kind,
+        binding_namespace=decision.binding_namespace,
+        binding_name=decision.binding_name,
+        binding_generation=decision.binding_generation,
+        result=decision.result,
+        message=decision.message,
+        clusters=list(decision.clusters),
+        explanation=dict(decision.explanation),
+        created_at=decision.created_at,
+    )

@@ -225,7 +225,7 @@ def _work(session: Session, row: WorkRow, old_spec: Any, created: bool) -> None:
         row.cluster_name = row.cluster_name or ""
     row.manifest_hash = manifest_hash(_spec_dict(row))
     row.applied = condition_status(row.status, "Applied")
-    if created or row.binding_id is None:
+    if row.binding_id is None:  # a batch writer may have preset it on a new row
         row.binding_id = _binding_id(session, row.annotations or {})
     if created or old_spec != row.spec:
         mark_dirty(row, created=created)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -20,6 +20,8 @@ from federation.store import dialect
 from federation.store.tables import EventRow, table_of
 
 EVENT_TYPES = frozenset({"Normal", "Warning"})
+# Events per multi-row upsert: 12 parameters each stays far below SQLite's and Postgres's limits.
+UPSERT_CHUNK = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +41,16 @@ class InvolvedObject:
             str(meta.get("namespace") or ""),
             str(meta.get("uid") or ""),
         )
+
+
+@dataclass(frozen=True, slots=True)
+class EventEntry:
+    """One event to record in a batch (``EventRepository.record_many``)."""
+
+    involved: InvolvedObject
+    type: str
+    reason: str
+    message: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +128,45 @@ class EventRepository:
             select(EventRow).where(EventRow.dedup_key == key).execution_options(populate_existing=True)
         ).one()
         return Event.from_row(row)
+
+    def record_many(self, entries: Sequence[EventEntry], *, now: datetime, source: str = "") -> None:
+        """``record`` for a batch in one upsert per ``UPSERT_CHUNK`` events (repeats in it counted once
+        each); nothing is read back."""
+        counted: dict[str, tuple[EventEntry, int]] = {}
+        for entry in entries:
+            if entry.type not in EVENT_TYPES:
+                raise ValueError(f"event type must be Normal or Warning, not {entry.type!r}")
+            key = dedup_key(entry.involved, entry.type, entry.reason, entry.message)
+            seen = counted.get(key)
+            counted[key] = (entry, 1 if seen is None else seen[1] + 1)
+        values = [
+            {
+                "dedup_key": key,
+                "involved_kind": entry.involved.kind,
+                "involved_namespace": entry.involved.namespace,
+                "involved_name": entry.involved.name,
+                "involved_uid": entry.involved.uid,
+                "type": entry.type,
+                "reason": entry.reason,
+                "message": entry.message,
+                "source": source,
+                "count": count,
+                "first_timestamp": now,
+                "last_timestamp": now,
+            }
+            for key, (entry, count) in counted.items()
+        ]
+        table = table_of(EventRow)
+        for start in range(0, len(values), UPSERT_CHUNK):
+            statement = dialect.insert(self.session, table).values(values[start : start + UPSERT_CHUNK])
+            statement = statement.on_conflict_do_update(
+                index_elements=["dedup_key"],
+                set_={
+                    "count": table.c.count + statement.excluded.count,
+                    "last_timestamp": statement.excluded.last_timestamp,
+                },
+            )
+            self.session.execute(statement)
 
     def for_object(self, kind: str, namespace: str, name: str) -> list[Event]:
         """Events about one object, oldest first (as ``describe`` prints them)."""

@@ -11,12 +11,12 @@ Invariants:
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from federation.model.jsonvalue import clone
 from federation.store.tables.base import ObjectMixin
 
 _TOP_LEVEL = frozenset({"apiVersion", "kind", "metadata", "spec", "status"})
@@ -52,10 +52,10 @@ def split(obj: Mapping[str, Any]) -> Parts:
         name=str(meta.get("name") or ""),
         labels=dict(meta.get("labels") or {}),
         annotations=dict(meta.get("annotations") or {}),
-        metadata_extra=copy.deepcopy({k: v for k, v in meta.items() if k not in _COLUMN_METADATA}),
-        spec=copy.deepcopy(obj.get("spec")),
-        status=copy.deepcopy(obj.get("status")),
-        extra=copy.deepcopy({k: v for k, v in obj.items() if k not in _TOP_LEVEL}),
+        metadata_extra=clone({k: v for k, v in meta.items() if k not in _COLUMN_METADATA}),
+        spec=clone(obj.get("spec")),
+        status=clone(obj.get("status")),
+        extra=clone({k: v for k, v in obj.items() if k not in _TOP_LEVEL}),
         resource_version=None if rv in (None, "") else str(rv),
     )
 
@@ -74,10 +74,10 @@ def join(row: ObjectMixin) -> dict[str, Any]:
     """The manifest a row stores, with server-owned metadata filled in."""
     obj: dict[str, Any] = {"apiVersion": row.api_version, "kind": row.kind, "metadata": _metadata(row)}
     if row.spec is not None:
-        obj["spec"] = copy.deepcopy(row.spec)
-    obj.update(copy.deepcopy(row.extra or {}))
+        obj["spec"] = clone(row.spec)
+    obj.update(clone(row.extra or {}))
     if row.status is not None:
-        obj["status"] = copy.deepcopy(row.status)
+        obj["status"] = clone(row.status)
     return obj
 
 
@@ -93,7 +93,7 @@ def _metadata(row: ObjectMixin) -> dict[str, Any]:
         meta["labels"] = dict(row.labels)
     if row.annotations:
         meta["annotations"] = dict(row.annotations)
-    meta.update(copy.deepcopy(row.metadata_extra or {}))
+    meta.update(clone(row.metadata_extra or {}))
     return meta
 
 

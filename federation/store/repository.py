@@ -15,7 +15,6 @@ Invariants:
 from __future__ import annotations
 
 import builtins
-import copy
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
@@ -26,6 +25,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.exc import StaleDataError
 
+from federation.model.jsonvalue import clone
 from federation.store import dependents, derive, pagination
 from federation.store.errors import AlreadyExists, Conflict, NotFound
 from federation.store.kinds import table_for
@@ -144,6 +144,19 @@ class ObjectRepository:
         self._flush(row, creating=True)
         return join(row)
 
+    def create_pending(self, obj: Mapping[str, Any], **columns: Any) -> ObjectMixin:
+        """``create`` for batch writers: no existence check and no flush (the caller's one flush inserts
+        the batch; a duplicate name fails it with ``IntegrityError``). ``columns`` presets derived
+        columns the caller already knows (a Work's ``binding_id``), sparing their look-up."""
+        parts = split(obj)
+        self._check_kind(parts)
+        row = self._new_row(parts)
+        for column, value in columns.items():
+            setattr(row, column, value)
+        derive.refresh(self.session, row, old_spec=None, created=True)
+        self.session.add(row)
+        return row
+
     def _new_row(self, parts: Parts) -> ObjectMixin:
         now = self._clock()
         factory: Callable[..., ObjectMixin] = self.table
@@ -169,17 +182,27 @@ class ObjectRepository:
         parts = split(obj)
         self._check_kind(parts)
         row = self.require_row(parts.namespace, parts.name)
+        self.replace_loaded(row, parts)
+        return join(row)
+
+    def replace_loaded(self, row: ObjectMixin, parts: Parts, *, flush: bool = True) -> bool:
+        """``replace`` on a row this session already loaded (batch writers load theirs in one query).
+
+        With ``flush=False`` the UPDATE waits for the caller's flush, so a batch of rows is written by
+        one flush; a lost race then surfaces there (``StaleDataError``). True when something changed.
+        """
         self._check_version(row, parts.resource_version)
         if not _differs(row, parts):
-            return join(row)
+            return False
         old_spec = row.spec
         if generation_content(row.spec, row.extra) != generation_content(parts.spec, parts.extra):
             row.generation += 1
         _assign(row, parts)
         row.updated_at = self._clock()
         derive.refresh(self.session, row, old_spec=old_spec, created=False)
-        self._flush(row)
-        return join(row)
+        if flush:
+            self._flush(row)
+        return True
 
     def update_status(
         self, namespace: str | None, name: str, status: Any, expected_rv: str | int | None = None
@@ -187,13 +210,19 @@ class ObjectRepository:
         """Write ``status`` only; never bumps ``generation``."""
         row = self.require_row(namespace or "", name)
         self._check_version(row, None if expected_rv is None else str(expected_rv))
+        self.update_status_loaded(row, status)
+        return join(row)
+
+    def update_status_loaded(self, row: ObjectMixin, status: Any, *, flush: bool = True) -> bool:
+        """``update_status`` on a loaded row (see ``replace_loaded``); True when the status changed."""
         if row.status == status:
-            return join(row)
-        row.status = copy.deepcopy(status)
+            return False
+        row.status = clone(status)
         row.updated_at = self._clock()
         derive.refresh(self.session, row, old_spec=row.spec, created=False, content_changed=False)
-        self._flush(row)
-        return join(row)
+        if flush:
+            self._flush(row)
+        return True
 
     def delete(
         self, namespace: str | None, name: str, expected_rv: str | int | None = None

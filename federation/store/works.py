@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, select, update
+from sqlalchemy import ColumnElement, select, tuple_, update
 from sqlalchemy.orm import Session
 
 from federation.store import claims
@@ -55,6 +55,13 @@ class WorkRepository:
 
     def for_binding_ids(self, binding_ids: Sequence[int]) -> dict[int, list[dict[str, Any]]]:
         """binding row id → its Works (by namespace, name); bindings without Works are absent."""
+        return {
+            binding_id: [join(row) for row in rows]
+            for binding_id, rows in self.rows_for_binding_ids(binding_ids).items()
+        }
+
+    def rows_for_binding_ids(self, binding_ids: Sequence[int]) -> dict[int, list[WorkRow]]:
+        """``for_binding_ids`` as rows (for a writer that writes them back in this session)."""
         if not binding_ids:
             return {}
         statement = (
@@ -62,20 +69,23 @@ class WorkRepository:
             .where(WorkRow.binding_id.in_(list(binding_ids)))
             .order_by(WorkRow.namespace, WorkRow.name)
         )
-        found: dict[int, list[dict[str, Any]]] = {}
+        found: dict[int, list[WorkRow]] = {}
         for row in self.session.scalars(statement):
-            found.setdefault(int(row.binding_id or 0), []).append(join(row))
+            found.setdefault(int(row.binding_id or 0), []).append(row)
         return found
 
     def by_keys(self, keys: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
         """The Works at these (namespace, name) keys, whoever rendered them (one query)."""
+        return [join(row) for row in self.rows_by_keys(keys)]
+
+    def rows_by_keys(self, keys: Sequence[tuple[str, str]]) -> list[WorkRow]:
+        """``by_keys`` as rows."""
         wanted = set(keys)
         if not wanted:
             return []
-        statement = select(WorkRow).where(
-            WorkRow.namespace.in_({ns for ns, _ in wanted}), WorkRow.name.in_({name for _, name in wanted})
-        )
-        return [join(row) for row in self.session.scalars(statement) if (row.namespace, row.name) in wanted]
+        # A row-value IN: exactly these keys (two separate INs would read their cross product).
+        statement = select(WorkRow).where(tuple_(WorkRow.namespace, WorkRow.name).in_(sorted(wanted)))
+        return list(self.session.scalars(statement))
 
     def by_ids(self, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
         """Work row id → manifest for these ids (absent ids were deleted)."""

@@ -19,6 +19,7 @@ from federation.model.budget import (
     TRIED_CLUSTERS_ANNOTATION,
     observe,
 )
+from federation.store.decisions import DecisionRepository
 from federation.store.errors import Conflict
 from federation.store.events import EventRepository
 from federation.store.health import HealthRepository, Observation
@@ -337,8 +338,9 @@ def test_the_scheduler_avoids_the_clusters_already_tried(app: App) -> None:
     assert app.app_tasks() == {}
     app.run()  # ...and Duplicated reschedules on the task's removal: the tried list keeps member1 out
     assert set(app.where()) == {"member2", "member3"}
-    explanation = app.binding(app.rb)["status"]["schedulingExplanation"]
-    assert explanation["clusters"]["member1"]["filter"]["plugin"] == "Avoid"
+    with app.uow() as session:
+        [latest] = DecisionRepository(session).history(name=app.rb, limit=1)
+    assert latest.explanation["clusters"]["member1"]["filter"]["plugin"] == "Avoid"
     app.annotate(tried=None)  # without the list (as a user may clear it), member1 comes back
     rb = app.binding(app.rb)
     rb["spec"]["rescheduleTriggeredAt"] = format_timestamp(app.clock.advance(1))

@@ -179,10 +179,14 @@ def test_schedules_a_deployment_end_to_end(harness: Harness) -> None:
     status = rb["status"]
     assert status["schedulerObservedGeneration"] == rb["metadata"]["generation"]
     assert status["lastScheduledTime"] == "2026-03-01T12:00:00Z"
-    assert status["schedulingExplanation"]["clusters"]["member2"]["replicas"] == 2
     assert APPLIED_PLACEMENT_ANNOTATION in rb["metadata"]["annotations"]
     [decision] = harness.decisions("web-deployment")
     assert decision.result == "Success" and decision.clusters == rb["spec"]["clusters"]
+    # The per-cluster explanation is in the decision record only; the status keeps the summary.
+    assert decision.explanation["clusters"]["member2"]["replicas"] == 2
+    summary = status["schedulingExplanation"]
+    assert "clusters" not in summary
+    assert summary == {k: v for k, v in decision.explanation.items() if k != "clusters"}
     assert decision.explanation["strategy"] == "StaticWeight"
     with harness.uow() as session:
         events = EventRepository(session).for_object("ResourceBinding", "default", "web-deployment")
@@ -339,6 +343,7 @@ def test_without_trigger_only_the_observed_generation_moves(harness: Harness) ->
 
 def test_plan_predicts_exactly_what_the_scheduler_writes(harness: Harness) -> None:
     from federation.scheduling.offline import plan_manifests
+    from federation.scheduling.planner import stored_status
 
     harness.add_cluster("member1", pods=3)
     harness.add_cluster("member2", pods=8)
@@ -355,6 +360,9 @@ def test_plan_predicts_exactly_what_the_scheduler_writes(harness: Harness) -> No
     harness.run()
     stored = harness.binding("web-deployment")
     assert planned["spec"] == stored["spec"]
-    assert planned["status"] == stored["status"]
+    # plan prints the whole explanation; the stored status keeps its summary, the decision the whole.
+    assert stored_status(planned["status"]) == stored["status"]
+    [decision] = harness.decisions("web-deployment")
+    assert decision.explanation == planned["status"]["schedulingExplanation"]
     for field in ("labels", "annotations", "generation", "ownerReferences"):
         assert planned["metadata"][field] == stored["metadata"][field], field
