@@ -167,20 +167,19 @@ class ExecutionController:
     ) -> int:
         works = WorkRepository(session, clock=self.clock.now)
         timestamp = format_timestamp(self.clock.now())
-        queued: list[WorkRow] = []
+        resurrected: list[WorkRow] = []
+        tombstones: list[tuple[WorkRow, dict[str, Any]]] = []
         for p, plan in plans:
             existing = {_key_of(w): w for w in p.existing}
             for work in plan.create:
                 works.objects.create_pending(work, binding_id=p.binding_id)
             for work in plan.replace:
                 works.objects.replace_loaded(rows[_key_of(work)], split(work), flush=False)
-            queued.extend(rows[key] for key in plan.resurrect)
-            for key in plan.tombstone:
-                marked = rendering.tombstoned(existing[key], timestamp)
-                works.objects.replace_loaded(rows[key], split(marked), flush=False)
-                queued.append(rows[key])  # metadata-only: deletion must reach the member all the same
+            resurrected.extend(rows[key] for key in plan.resurrect)
+            tombstones.extend((rows[k], rendering.tombstoned(existing[k], timestamp)) for k in plan.tombstone)
         session.flush()
-        works.mark_ids_need_sync([row.id for row in queued])
+        works.mark_ids_need_sync([row.id for row in resurrected])
+        works.tombstone_loaded(tombstones)  # queued too: deletion must reach the member all the same
         return sum(plan.writes for _, plan in plans)
 
     def _write_each(self, session: Session, planned: Sequence[Planned]) -> int:

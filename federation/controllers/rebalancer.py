@@ -9,8 +9,9 @@ One pass:
    scheduled since (only those entries are judged), or its TTL runs out; the rest cost nothing.
 2. Those rebalancers, the bindings of their entries to judge and the bindings' latest decisions are loaded
    (one query each). Each rebalancer is then synced and judged (``model/rebalancing``, pure) and written
-   in a savepoint of the pass's transaction: each binding's ``spec.rescheduleTriggeredAt`` in a savepoint
-   of its own (the write queues the binding for the scheduler: ``derive``), with a Normal event on it; the
+   in a savepoint of the pass's transaction: its bindings' ``spec.rescheduleTriggeredAt`` by one flush in a
+   savepoint (or, if that fails, each binding in a savepoint of its own; the write queues the binding for
+   the scheduler: ``derive``), with a Normal event on each; the
    status with the resourceVersion read; events on the rebalancer; the TTL delete with the
    resourceVersion just written.
 
@@ -47,8 +48,8 @@ from federation.model.rebalancer import API_VERSION, KIND
 from federation.model.rebalancing import Action, Entry, LatestDecision
 from federation.store.bindings import BindingRepository
 from federation.store.db import UnitOfWork
-from federation.store.events import EventRepository, InvolvedObject
-from federation.store.manifest import join
+from federation.store.events import EventEntry, EventRepository, InvolvedObject
+from federation.store.manifest import join, split
 from federation.store.repository import ObjectRepository, manifests_by_id
 from federation.store.tables import ResourceBindingRow, SchedulingDecisionRow, WorkloadRebalancerRow
 
@@ -84,6 +85,8 @@ class Loaded:
 
     bindings: dict[BindingKey, dict[str, Any]]
     decisions: dict[str, tuple[int, LatestDecision]]
+    # The rows behind ``bindings``, held for the pass's transaction: triggers are written to them.
+    rows: dict[BindingKey, ResourceBindingRow] = field(default_factory=dict)
 
     def state(self, key: BindingKey) -> rebalancing.BindingState | None:
         binding = self.bindings.get(key)
@@ -232,28 +235,87 @@ class WorkloadRebalancerController:
         self, session: Session, rebalancer: Mapping[str, Any], plan: Plan, loaded: Loaded, now: datetime
     ) -> tuple[list[Entry], list[dict[str, Any]], bool]:
         """The entries after their verdicts, the bindings triggered, and whether a trigger must be retried."""
+        verdicts: dict[BindingKey, rebalancing.Verdict] = {}
+        for entry in plan.entries:
+            key = entry.workload.binding_key()
+            if entry.pending and key in plan.to_judge:
+                verdicts[key] = rebalancing.judge(entry, loaded.state(key))
+        wanted = [
+            e for e in plan.entries if verdicts.get(e.workload.binding_key(), _WAIT).action is Action.TRIGGER
+        ]
+        written = self._trigger_all(session, rebalancer, wanted, loaded, now)
         entries: list[Entry] = []
         triggered: list[dict[str, Any]] = []
         retry = False
         for entry in plan.entries:
             key = entry.workload.binding_key()
-            if not entry.pending or key not in plan.to_judge:
+            verdict = verdicts.get(key)
+            if verdict is None:
                 entries.append(entry)
                 continue
-            verdict = rebalancing.judge(entry, loaded.state(key))
             if verdict.action is Action.TRIGGER:
-                written = self._trigger_isolated(session, rebalancer, loaded.bindings[key], entry, now)
-                if written is None:
+                binding = written.get(key)
+                if binding is None:
                     retry = True
                     entries.append(entry)
                     continue
-                loaded.bindings[key] = written
-                triggered.append(written)
-                verdict = rebalancing.after_trigger(entry, rebalancing.BindingState.of(written, None))
+                triggered.append(binding)
+                verdict = rebalancing.after_trigger(entry, rebalancing.BindingState.of(binding, None))
             entries.append(rebalancing.settle(entry, verdict))
             if verdict.action in (Action.FAILED, Action.NOT_FOUND):
                 _say_failed(session, rebalancer, entry, verdict, now)
         return entries, triggered, retry
+
+    def _trigger_all(
+        self,
+        session: Session,
+        rebalancer: Mapping[str, Any],
+        entries: Sequence[Entry],
+        loaded: Loaded,
+        now: datetime,
+    ) -> dict[BindingKey, dict[str, Any]]:
+        """Write the entries' triggers: all by one flush (a savepoint), or if that fails each in a savepoint
+        of its own, so one binding that cannot be written is retried alone. Key → the binding as written
+        (absent: its write failed); a written binding replaces its entry in ``loaded``."""
+        if not entries:
+            return {}
+        try:
+            with session.begin_nested():
+                written = self._trigger_batch(session, rebalancer, entries, loaded, now)
+        except isolation.OUTAGE:
+            raise
+        except Exception as exc:
+            log.info("workload rebalancer: batch trigger failed (%s); writing one by one", exc)
+            written = {}
+            for entry in entries:
+                key = entry.workload.binding_key()
+                binding = self._trigger_isolated(session, rebalancer, loaded.bindings[key], entry, now)
+                if binding is not None:
+                    written[key] = binding
+        loaded.bindings.update(written)
+        return written
+
+    def _trigger_batch(
+        self,
+        session: Session,
+        rebalancer: Mapping[str, Any],
+        entries: Sequence[Entry],
+        loaded: Loaded,
+        now: datetime,
+    ) -> dict[BindingKey, dict[str, Any]]:
+        repo = BindingRepository(session, clock=self.clock.now)
+        keys: list[BindingKey] = []
+        events: list[EventEntry] = []
+        for entry in entries:
+            key = entry.workload.binding_key()
+            row = loaded.rows[key]
+            body, message = _triggered(rebalancer, loaded.bindings[key], entry)
+            repo.objects(row.namespace).replace_loaded(row, split(body), flush=False)
+            keys.append(key)
+            events.append(EventEntry(InvolvedObject.of(body), "Normal", "RescheduleTriggered", message))
+        session.flush()
+        EventRepository(session).record_many(events, now=now, source=EVENT_SOURCE)
+        return {key: join(loaded.rows[key]) for key in keys}
 
     def _trigger_isolated(
         self,
@@ -286,19 +348,27 @@ class WorkloadRebalancerController:
         entry: Entry,
         now: datetime,
     ) -> dict[str, Any]:
-        meta = binding["metadata"]
-        namespace = meta.get("namespace") or ""
-        at = rebalancing.format_time(entry.triggered_at)
-        # ``replace`` keeps the stored status: leaving it out spares copying the scheduling explanation.
-        body = {k: v for k, v in binding.items() if k != "status"}
-        body["spec"] = {**binding["spec"], "rescheduleTriggeredAt": at}
+        namespace = binding["metadata"].get("namespace") or ""
+        body, message = _triggered(rebalancer, binding, entry)
         written = BindingRepository(session, clock=self.clock.now).objects(namespace).replace(body)
-        name = rebalancer["metadata"]["name"]
-        message = f"WorkloadRebalancer {name} asked for a fresh placement (rescheduleTriggeredAt {at})"
-        EventRepository(session).record(
-            InvolvedObject.of(written), "Normal", "RescheduleTriggered", message, now=now, source=EVENT_SOURCE
-        )
+        event = EventEntry(InvolvedObject.of(written), "Normal", "RescheduleTriggered", message)
+        EventRepository(session).record_many([event], now=now, source=EVENT_SOURCE)
         return written
+
+
+_WAIT = rebalancing.Verdict(Action.WAIT)
+
+
+def _triggered(
+    rebalancer: Mapping[str, Any], binding: Mapping[str, Any], entry: Entry
+) -> tuple[dict[str, Any], str]:
+    """The binding's body with the entry's trigger (without status: ``replace`` keeps the stored one) and
+    the event message."""
+    at = rebalancing.format_time(entry.triggered_at)
+    body = {k: v for k, v in binding.items() if k != "status"}
+    body["spec"] = {**binding["spec"], "rescheduleTriggeredAt": at}
+    name = rebalancer["metadata"]["name"]
+    return body, f"WorkloadRebalancer {name} asked for a fresh placement (rescheduleTriggeredAt {at})"
 
 
 # -- pure steps and reads ---------------------------------------------------------------------------------
@@ -330,9 +400,10 @@ def _load(session: Session, keys: Collection[BindingKey]) -> Loaded:
         return Loaded({}, {})
     b = ResourceBindingRow
     statement = select(b).where(tuple_(b.namespace, b.name).in_(sorted(keys)))
-    bindings = {(row.namespace, row.name): join(row) for row in session.scalars(statement)}
+    rows = {(row.namespace, row.name): row for row in session.scalars(statement)}
+    bindings = {key: join(row) for key, row in rows.items()}
     uids = [str(binding["metadata"]["uid"]) for binding in bindings.values()]
-    return Loaded(bindings, _latest_decisions(session, uids))
+    return Loaded(bindings, _latest_decisions(session, uids), rows)
 
 
 def _latest_decision_ids(session: Session, uids: Sequence[str]) -> dict[str, int]:

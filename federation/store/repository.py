@@ -53,6 +53,10 @@ class ObjectRepository:
         self._match_api_version = choice.match_api_version
         self._clock = clock
 
+    def clock(self) -> datetime:
+        """The repository's clock (what it stamps ``updated_at`` with)."""
+        return self._clock()
+
     # -- reads -----------------------------------------------------------------------------------------
 
     def get(self, namespace: str | None, name: str) -> dict[str, Any] | None:

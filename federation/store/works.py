@@ -10,18 +10,18 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, select, tuple_, update
+from sqlalchemy import ColumnElement, bindparam, select, tuple_, update
 from sqlalchemy.orm import Session
 
 from federation.store import claims
 from federation.store.claims import Claim
-from federation.store.errors import NotFound
+from federation.store.errors import Conflict, NotFound
 from federation.store.kinds import WORK_API_VERSION
-from federation.store.manifest import join
+from federation.store.manifest import join, split
 from federation.store.repository import Clock, ObjectRepository, manifests_by_id
 from federation.store.tables import EXECUTION_SPACE_PREFIX, ClusterRow, ResourceBindingRow, WorkRow, table_of
 from federation.store.types import utcnow
@@ -114,6 +114,44 @@ class WorkRepository:
     def _where(self, condition: ColumnElement[bool]) -> list[dict[str, Any]]:
         statement = select(WorkRow).where(condition).order_by(WorkRow.namespace, WorkRow.name)
         return [join(row) for row in self.session.scalars(statement)]
+
+    def tombstone_loaded(self, marked: Sequence[tuple[WorkRow, Mapping[str, Any]]]) -> None:
+        """Write tombstones (``rendering.tombstoned``: metadata only) of loaded Works by one executemany
+        UPDATE, each queued for sync (deletion must reach the member).
+
+        Why not the ORM: a versioned ORM UPDATE is one statement per row (SQLAlchemy cannot check the
+        version of an executemany); here the version check is the statement's WHERE and the row count.
+        Only ``metadata`` beyond labels/annotations may differ from the row (else ``ValueError``); a
+        concurrent writer leaves the count short: ``Conflict``. The rows are expired afterwards.
+        """
+        if not marked:
+            return
+        t = table_of(WorkRow)
+        now = self.objects.clock()
+        params = []
+        for row, body in marked:
+            parts = split(body)
+            if (parts.labels, parts.annotations, parts.spec) != (row.labels, row.annotations, row.spec):
+                raise ValueError(f"a tombstone of Work {row.namespace}/{row.name} changes more than metadata")
+            params.append(
+                {"row_id": row.id, "seen_version": row.resource_version, "new_extra": parts.metadata_extra}
+            )
+        statement = (
+            update(t)
+            .where(t.c.id == bindparam("row_id"), t.c.resource_version == bindparam("seen_version"))
+            .values(
+                metadata_extra=bindparam("new_extra", type_=t.c.metadata_extra.type),
+                resource_version=t.c.resource_version + 1,
+                updated_at=now,
+                **claims.queue_values(WorkRow),
+            )
+        )
+        result = self.session.execute(statement, params)
+        for row, _ in marked:
+            self.session.expire(row)
+        if result.rowcount != len(params):  # type: ignore[attr-defined]
+            row = marked[0][0]
+            raise Conflict(KIND, row.namespace, row.name, "a Work changed while it was tombstoned")
 
     def mark_synced(self, namespace: str, name: str, *, seen_seq: int | None = None) -> bool:
         """Clear ``needs_sync`` (with ``seen_seq``: only if no change arrived since); True if cleared."""

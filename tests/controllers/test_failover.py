@@ -104,6 +104,9 @@ class Failover(Harness):
             for t in self.binding("web-deployment")["spec"].get("gracefulEvictionTasks") or []
         }
 
+    def tasks_of(self, name: str) -> list[str]:
+        return [t["fromCluster"] for t in self.binding(name)["spec"].get("gracefulEvictionTasks") or []]
+
     def history(self) -> list[tuple[str, str, str]]:
         with self.uow() as session:
             return [(e.action, e.cluster, e.reason) for e in reversed(HistoryRepository(session).list())]
@@ -301,3 +304,41 @@ def test_suppressed_task_stays_until_a_user_confirms(fo: Failover) -> None:
     fo.eviction.reconcile()
     assert fo.tasks() == {}
     assert ("TaskRemoved", "member1", "Confirmed") in fo.history()
+
+
+def test_a_binding_that_cannot_be_evicted_leaves_the_batch_to_the_others(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The evictions of a pass go out in one flush; one binding that fails it is retried alone (its own
+    savepoint), says why, and the others are evicted all the same."""
+    from federation.controllers import taint_manager
+
+    fo = Failover(database_url)
+    try:
+        for index in (1, 2):
+            fo.add_cluster(f"member{index}")
+        fo.create(policy("pp", {"clusterAffinity": {"clusterNames": ["member1", "member2"]}}))
+        for name in ("a", "bad", "c"):
+            fo.create(deployment(name, 1))
+        fo.run()
+        real = taint_manager.failover.evict_cluster
+
+        def evict_cluster(spec: dict[str, Any], *args: Any) -> Any:
+            if spec["resource"]["name"] == "bad":
+                raise RuntimeError("this binding cannot be evicted")
+            return real(spec, *args)
+
+        monkeypatch.setattr(taint_manager.failover, "evict_cluster", evict_cluster)
+        fo.taint("member1", "maintenance")
+        fo.taints.reconcile()
+        assert "member1" in fo.placement("bad-deployment")
+        assert not any("member1" in fo.placement(f"{n}-deployment") for n in ("a", "c"))
+        evicted = {n: [c for c in fo.tasks_of(f"{n}-deployment")] for n in ("a", "bad", "c")}
+        assert evicted == {"a": ["member1"], "bad": [], "c": ["member1"]}
+        assert "EvictFailed" in fo.events(name="bad-deployment")
+        assert "EvictWorkloadFromClusterSucceed" in fo.events(name="a-deployment")
+        monkeypatch.setattr(taint_manager.failover, "evict_cluster", real)
+        fo.taints.reconcile()  # the bad one's cause is gone: evicted on the next pass
+        assert fo.tasks_of("bad-deployment") == ["member1"]
+    finally:
+        fo.close()

@@ -207,3 +207,50 @@ def test_isolated_rethrows_an_outage() -> None:
     with pytest.raises(OperationalError):
         isolation.isolated(Session(), lost)  # type: ignore[arg-type]
     assert isinstance(isolation.isolated(Session(), lambda: 1 / 0), isolation.Failed)  # type: ignore[arg-type]
+
+
+def test_scheduler_isolates_a_binding_whose_decision_cannot_be_written(
+    scheduling: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The batch's decisions go out in one transaction; a binding that fails it is written alone, backs
+    off and says why, and the others are scheduled all the same."""
+    from federation.controllers import scheduler
+
+    h = scheduling
+    h.add_cluster("member1")
+    h.create(policy("pp", {"clusterAffinity": {"clusterNames": ["member1"]}}, names=None))
+    for name in ("good", "bad", "fine"):
+        h.create(deployment(name, 2))
+    real = scheduler.planner.stored_status
+    h.detector.reconcile()
+    bad_uid = h.binding("bad-deployment")["spec"]["resource"]["uid"]
+
+    def stored_status_for(status: dict[str, Any]) -> dict[str, Any]:
+        if status.get("_bad"):  # marked by apply_result below: the bad binding's write fails
+            raise RuntimeError("this decision cannot be written")
+        return real(status)
+
+    real_apply = scheduler.planner.apply_result
+
+    def apply_result(binding: dict[str, Any], *args: Any, **kwargs: Any) -> dict[str, Any]:
+        out = real_apply(binding, *args, **kwargs)
+        if binding["spec"]["resource"]["uid"] == bad_uid:
+            out["status"]["_bad"] = True
+        return out
+
+    monkeypatch.setattr(scheduler.planner, "apply_result", apply_result)
+    monkeypatch.setattr(scheduler.planner, "stored_status", stored_status_for)
+    h.scheduler.reconcile()
+    assert h.placement("good-deployment") == {"member1": 2}
+    assert h.placement("fine-deployment") == {"member1": 2}
+    assert h.placement("bad-deployment") == {}
+    events = _events(h, "ResourceBinding", "bad-deployment")
+    assert [(t, r) for t, r, _ in events] == [("Warning", "ScheduleBindingFailed")]
+    assert "cannot be written" in events[0][2]
+    needs, retry_at = h.claim_state("bad-deployment")
+    assert needs and retry_at is not None  # backed off, still queued
+    monkeypatch.setattr(scheduler.planner, "apply_result", real_apply)
+    monkeypatch.setattr(scheduler.planner, "stored_status", real)
+    h.clock.advance(60)
+    h.scheduler.reconcile()
+    assert h.placement("bad-deployment") == {"member1": 2}

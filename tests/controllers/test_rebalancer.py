@@ -358,17 +358,19 @@ def test_a_binding_that_cannot_be_written_is_retried_not_reported(
     rb.workloads("web")
     rb.clock.advance(10)
     rb.rebalance("web")
-    real = WorkloadRebalancerController._trigger
-    attempts: list[str] = []
+    from federation.controllers import rebalancer
 
-    def fails_once(self: WorkloadRebalancerController, *args: Any) -> dict[str, Any]:
-        attempts.append("x")
-        if len(attempts) == 1:
+    real = rebalancer._triggered
+    broken = [True]
+
+    def fails_in_the_first_pass(*args: Any) -> Any:
+        if broken[0]:  # the batch write and the one-by-one retry of the first pass both fail
             raise RuntimeError("the binding could not be written")
-        return real(self, *args)
+        return real(*args)
 
-    monkeypatch.setattr(WorkloadRebalancerController, "_trigger", fails_once)
+    monkeypatch.setattr(rebalancer, "_triggered", fails_in_the_first_pass)
     rb.wr.reconcile()
+    broken[0] = False
     assert rb.trigger("web-deployment") is None
     assert rb.results() == {"web": ("", "")}  # pending: retried, not Failed
     assert "TriggerRescheduleFailed" in rb.events("ResourceBinding", "web-deployment")
