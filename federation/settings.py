@@ -18,6 +18,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from federation.settings_extenders import ExtenderSettings
+
 
 def default_data_dir() -> Path:
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
@@ -109,20 +111,6 @@ class HeadroomRule(Section):
 
     percent: float = Field(0.0, ge=0, le=100)
     floor: str = "0"
-
-
-class ExtenderSettings(Section):
-    """kube-scheduler's extender contract lifted from nodes to clusters (README: Scheduler extenders)."""
-
-    urlPrefix: str  # kube-scheduler's field names, so existing configs read unchanged
-    filterVerb: str = ""
-    prioritizeVerb: str = ""
-    replicasVerb: str = ""
-    weight: int = Field(1, ge=0)
-    httpTimeout: float = Field(5.0, gt=0)  # seconds
-    clusterCacheCapable: bool = False
-    ignorable: bool = False
-    managedResources: list[str] = Field(default_factory=list)
 
 
 class SchedulerSettings(Section):
