@@ -4,14 +4,19 @@ Shape (all keys camelCase, stable for ``describe`` and SQL queries)::
 
     {"strategy": "DynamicWeight", "affinityName": "primary" | null, "avoidIgnored": false,
      "clusters": {"<name>": {"filter": {"passed": false, "plugin": "TaintToleration",
-                                        "reason": "...", "failures": [{"plugin", "reason"}...]},
+                                        "reason": "...", "failures": [{"plugin", "reason"}...]}
+                                        (a cluster that passed: {"passed": true}),
                              "scores": {"ClusterLocality": {"score": 100, "weight": 1}, ...},
                              "totalScore": 100, "allocatable": 7, "available": 10,
                              "selected": true, "replicas": 3}},
      "selection": {"order": [...], "selected": [...]},
      "division": {...trace...}, "attempts": [{"affinityName", "result", "message"}...]}
 
-Invariant: only plain dict/list/str/int/bool/None values, so ``json.dumps`` never fails.
+Invariants:
+- Only plain dict/list/str/int/bool/None values, so ``json.dumps`` never fails.
+- Compact, because it is written with every decision (100 clusters for every scheduled binding): a passed
+  filter is ``{"passed": true}`` alone, and clusters with the same score parts share one score dict
+  (never mutated after it is built).
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from federation.scheduling.scores import ClusterScore
 
 
 def filter_entry(verdict: FilterVerdict) -> dict[str, Any]:
+    if verdict.passed:
+        return {"passed": True}
     return {
         "passed": verdict.passed,
         "plugin": verdict.plugin,
@@ -43,11 +50,15 @@ def cluster_entries(
     available: Mapping[str, int],
 ) -> dict[str, dict[str, Any]]:
     entries: dict[str, dict[str, Any]] = {}
+    shared_scores: dict[tuple[tuple[str, tuple[int, int]], ...], dict[str, Any]] = {}
     for verdict in verdicts:
         entry: dict[str, Any] = {"filter": filter_entry(verdict), "selected": False, "replicas": 0}
         score = scores.get(verdict.cluster)
         if score is not None:
-            entry["scores"] = score_entry(score)
+            parts = tuple(score.parts.items())
+            if parts not in shared_scores:
+                shared_scores[parts] = score_entry(score)
+            entry["scores"] = shared_scores[parts]
             entry["totalScore"] = score.total
         if verdict.cluster in allocatable:
             entry["allocatable"] = allocatable[verdict.cluster]

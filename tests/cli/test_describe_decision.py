@@ -17,7 +17,7 @@ EXPLANATION = {
     "strategy": "StaticWeight",
     "clusters": {
         "member1": {
-            "filter": {"passed": True, "plugin": None, "reason": None, "failures": []},
+            "filter": {"passed": True},
             "scores": {"ClusterLocality": {"score": 0, "weight": 1}},
             "totalScore": 0,
             "available": 110,
