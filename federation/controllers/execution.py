@@ -77,6 +77,11 @@ class ExecutionController:
     retries: RetryBook = field(default_factory=RetryBook)
     # Bindings waiting for a Directly-purged Work to disappear (a deletion leaves no row to watch).
     _blocked: set[int] = field(default_factory=set)
+    # Binding id → (its uid and resourceVersion, its template's resourceVersion) when its Works were last
+    # brought in line: the change feed re-reads an overlap window every pass, and an unchanged binding
+    # needs no rendering. The uid because a row id can be reused by a recreated binding (SQLite). Emptied
+    # by every full resync, so the level-triggered safety net still renders everything.
+    _handled: dict[int, tuple[str, str, str]] = field(default_factory=dict)
 
     def reconcile(self) -> Outcome:
         now = self.clock.now()
@@ -97,9 +102,12 @@ class ExecutionController:
 
     def _changed(self) -> list[int]:
         now = self.clock.now()
+        since = self.bindings_feed.since(now)
+        if since is None:
+            self._handled.clear()  # a full resync renders everything again
         with self.uow() as session:
             bindings = BindingRepository(session)
-            changed = bindings.changed_since(self.bindings_feed.since(now))
+            changed = bindings.changed_since(since)
             by_template = bindings.changed_templates_since(self.templates_feed.since(now))
         self.bindings_feed.saw(at for _, at in changed)
         self.templates_feed.saw(at for _, at in by_template)
@@ -109,9 +117,13 @@ class ExecutionController:
 
     def _render_batch(self, ids: Sequence[int]) -> int:
         with self.uow() as session:
-            bindings = BindingRepository(session).by_ids(ids)
-            uids = [_template_uid(b) for b in bindings.values()]
+            loaded = BindingRepository(session).by_ids(ids)
+            uids = [_template_uid(b) for b in loaded.values()]
             templates = templates_by_uid(session, [uid for uid in uids if uid])
+            versions = {i: _versions(b, templates.get(_template_uid(b))) for i, b in loaded.items()}
+            bindings = {
+                i: b for i, b in loaded.items() if i in self._blocked or self._handled.get(i) != versions[i]
+            }
             works = WorkRepository(session)
             owned_rows = works.rows_for_binding_ids(list(bindings))
             rows = {_row_key(r): r for rs in owned_rows.values() for r in rs}
@@ -134,8 +146,15 @@ class ExecutionController:
                 existing = _union(owned.get(binding_id, []), adopted)
                 planned.append(Planned(binding_id, binding, desired, existing))
             written = self._write_all(session, planned, rows)
-        self._blocked.difference_update(set(ids) - set(bindings))
-        self.retries.succeeded(set(ids) - set(bindings))
+        for p in planned:
+            if self.retries.failures(p.binding_id) == 0:
+                self._handled[p.binding_id] = versions[p.binding_id]
+            else:
+                self._handled.pop(p.binding_id, None)
+        self._blocked.difference_update(set(ids) - set(loaded))
+        self.retries.succeeded(set(ids) - set(loaded))
+        for gone in set(ids) - set(loaded):
+            self._handled.pop(gone, None)
         return written
 
     def _write_all(
@@ -273,6 +292,14 @@ def apply_plan(
         works.objects.replace(rendering.tombstoned(existing[key], timestamp))
         # A metadata-only change does not queue the Work by itself; deletion must reach the member.
         works.mark_needs_sync(key.namespace, key.name)
+
+
+def _versions(binding: Mapping[str, Any], template: Mapping[str, Any] | None) -> tuple[str, str, str]:
+    """What a binding's Works are rendered from, as versions: the binding (uid, resourceVersion) and its
+    template's resourceVersion."""
+    meta = binding["metadata"]
+    template_version = "" if template is None else str(template["metadata"].get("resourceVersion"))
+    return str(meta.get("uid")), str(meta.get("resourceVersion")), template_version
 
 
 def _row_key(row: WorkRow) -> rendering.WorkKey:

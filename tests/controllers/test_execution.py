@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from sqlalchemy import select
 
 from federation.controllers.rendering import DELETION_TIMESTAMP
@@ -231,3 +232,40 @@ def test_non_workloads_are_propagated_whole(harness: Harness) -> None:
         [manifest] = work["spec"]["workload"]["manifests"]
         assert manifest["data"] == {"k": "v"}
         assert "spec" not in manifest
+
+
+def test_the_overlap_window_does_not_render_an_unchanged_binding_again(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The change feed re-reads the rows of its overlap window every pass; a binding whose
+    (resourceVersion, template resourceVersion) was already brought in line is not rendered again, until
+    it or its template is written, or a full resync comes round."""
+    from federation.controllers import execution
+
+    template, binding = _setup(harness)
+    harness.execution.reconcile()
+    rendered: list[str] = []
+    real = execution.rendering.render_works
+
+    def counting(b: dict[str, Any], t: dict[str, Any]) -> Any:
+        rendered.append(b["metadata"]["name"])
+        return real(b, t)
+
+    monkeypatch.setattr(execution.rendering, "render_works", counting)
+    harness.execution.reconcile()  # the binding is still inside the overlap window: nothing to render
+    assert rendered == []
+    harness.edit_binding(binding, clusters=[{"name": "member1", "replicas": 3}])
+    harness.execution.reconcile()
+    assert rendered == [binding["metadata"]["name"]]
+    assert set(harness.works()) == {"member1", "member2"}  # member2's Work tombstoned, still there
+    changed = harness.template(template)
+    assert changed is not None
+    changed["spec"]["template"]["spec"]["containers"][0]["image"] = "nginx:1.27"
+    harness.update_template(changed)
+    harness.execution.reconcile()
+    assert len(rendered) == 2
+    harness.execution.reconcile()
+    assert len(rendered) == 2
+    harness.clock.advance(harness.execution.bindings_feed.resync_seconds)
+    harness.execution.reconcile()  # the full resync renders everything again
+    assert len(rendered) == 3
