@@ -162,21 +162,17 @@ class ExecutionController:
     ) -> int:
         """Every binding's Work writes by one flush in a savepoint; if that fails, each binding in its own
         savepoint, so one that cannot be written says why and the others are committed."""
-        try:
-            with session.begin_nested():
-                plans = [(p, rendering.plan_works(p.binding, p.desired, p.existing)) for p in planned]
-                written = self._apply_batch(session, plans, rows)
-        except isolation.OUTAGE:
-            raise
-        except Exception as exc:
-            log.info(
-                "execution: batch write of %d bindings failed (%s); writing one by one", len(planned), exc
-            )
-            return self._write_each(session, planned)
-        for p, plan in plans:
-            self._note_blocked(p.binding_id, plan)
-        self.retries.succeeded([p.binding_id for p in planned])
-        return written
+
+        def batch() -> int:
+            plans = [(p, rendering.plan_works(p.binding, p.desired, p.existing)) for p in planned]
+            written = self._apply_batch(session, plans, rows)
+            for p, plan in plans:
+                self._note_blocked(p.binding_id, plan)
+            self.retries.succeeded([p.binding_id for p in planned])
+            return written
+
+        each = functools.partial(self._write_each, session, planned)
+        return isolation.batch_or_each(session, batch, each, "execution")
 
     def _apply_batch(
         self,

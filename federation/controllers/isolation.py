@@ -1,6 +1,8 @@
 """One bad object never blocks another: per-item savepoints, failure records and back-off.
 
 Invariants:
+- Batches are written whole first (``batch_or_each``: one flush in a savepoint); only if that fails is
+  each item written in its own savepoint, so the common case pays one flush and the bad case the old price.
 - ``isolated`` runs one item's writes in a SAVEPOINT of the batch's transaction. An exception rolls back
   that item's writes only; the batch goes on and commits the others. An error the savepoint cannot
   contain (the connection itself is gone) still propagates: that is an outage, not a bad item.
@@ -64,6 +66,16 @@ def isolated(session: Session, work: Callable[[], T]) -> T | Failed:
         if not session.is_active:  # the savepoint could not contain it
             raise
         return Failed(exc)
+
+
+def batch_or_each(session: Session, batch: Callable[[], T], each: Callable[[], T], what: str) -> T:
+    """Run ``batch`` (a whole batch's writes, one flush) in a savepoint; if it fails, roll it back and run
+    ``each`` instead (the same writes one savepoint per item, so only the culprit fails)."""
+    outcome = isolated(session, batch)
+    if not isinstance(outcome, Failed):
+        return outcome
+    log.info("%s: the batch write failed (%s); writing one by one", what, outcome.message)
+    return each()
 
 
 def record_failure(

@@ -279,19 +279,18 @@ class WorkloadRebalancerController:
         (absent: its write failed); a written binding replaces its entry in ``loaded``."""
         if not entries:
             return {}
-        try:
-            with session.begin_nested():
-                written = self._trigger_batch(session, rebalancer, entries, loaded, now)
-        except isolation.OUTAGE:
-            raise
-        except Exception as exc:
-            log.info("workload rebalancer: batch trigger failed (%s); writing one by one", exc)
+
+        def each() -> dict[BindingKey, dict[str, Any]]:
             written = {}
             for entry in entries:
                 key = entry.workload.binding_key()
                 binding = self._trigger_isolated(session, rebalancer, loaded.bindings[key], entry, now)
                 if binding is not None:
                     written[key] = binding
+            return written
+
+        batch = functools.partial(self._trigger_batch, session, rebalancer, entries, loaded, now)
+        written = isolation.batch_or_each(session, batch, each, "workload rebalancer")
         loaded.bindings.update(written)
         return written
 

@@ -167,14 +167,12 @@ class TaintManager:
                 planned.append(Planned(candidate.binding_id, cluster.name, verdict))
             if not planned:
                 return 0
-            try:
-                with session.begin_nested():
-                    evicted = _evict_batch(session, rows, bindings, planned, now)
-            except isolation.OUTAGE:
-                raise
-            except Exception as exc:  # one binding spoiled the batch: each in its own savepoint
-                log.info("taint manager: batch eviction failed (%s); evicting one by one", exc)
-                evicted = self._evict_each(session, bindings, planned, now)
+            evicted = isolation.batch_or_each(
+                session,
+                functools.partial(_evict_batch, session, rows, bindings, planned, now),
+                functools.partial(self._evict_each, session, bindings, planned, now),
+                "taint manager",
+            )
             # Same transaction as the evictions (a failed one has no row): one statement for the lot.
             HistoryRepository(session).record(evicted)
         return len(evicted)
