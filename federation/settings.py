@@ -11,13 +11,16 @@ This module does no I/O beyond reading the YAML file; paths are resolved, not cr
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from federation.model.quantity import to_milli
+from federation.scheduling.types import DEFAULT_SCORE_WEIGHTS, check_score_weights
 from federation.settings_extenders import ExtenderSettings
 
 
@@ -107,26 +110,77 @@ class MemberSettings(Section):
 
 
 class HeadroomRule(Section):
-    """Keep this much of a resource free on a cluster: the larger of percent-of-allocatable and floor."""
+    """A fit rule for one resource: after each replica's request (times ``request_factor``) keep the hold
+    free, hold = the larger of ``percent`` of allocatable and ``floor``; ``strict`` keeps more than it."""
 
     percent: float = Field(0.0, ge=0, le=100)
     floor: str = "0"
+    strict: bool = False
+    request_factor: int = Field(1, ge=1)
+
+    @field_validator("floor", mode="before")
+    @classmethod
+    def _quantity(cls, value: Any) -> str:
+        text = str(value)
+        if to_milli(text) < 0:  # ValueError naming the value for anything not a quantity
+            raise ValueError(f"{text!r} is negative")
+        return text
+
+
+def _known_score_plugins(weights: dict[str, int] | None) -> dict[str, int] | None:
+    if weights is not None:
+        check_score_weights(weights)
+    return weights
+
+
+# A profile is named by the value of the service-class annotation: a label-value-like name.
+PROFILE_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+
+
+class ProfileSettings(Section):
+    """A service class's rules (README: Service-class profiles); a field left out takes the top-level one."""
+
+    score_weights: dict[str, int] | None = None
+    headroom: dict[str, HeadroomRule] | None = None
+
+    _score_weights = field_validator("score_weights")(_known_score_plugins)
 
 
 class SchedulerSettings(Section):
-    # Score plugin weights; a weight of 0 turns a plugin off.
-    score_weights: dict[str, int] = Field(
-        default_factory=lambda: {
-            "ClusterLocality": 1,
-            "LeastAllocated": 0,
-            "MostFreeMemory": 0,
-            "BalancedAllocation": 0,
-        }
-    )
+    # Score plugin weights of the default profile; a weight of 0 turns a plugin off.
+    score_weights: dict[str, int] = Field(default_factory=lambda: dict(DEFAULT_SCORE_WEIGHTS))
+    # Fit rules of the default profile, per resource.
     headroom: dict[str, HeadroomRule] = Field(default_factory=dict)
+    # A replica that does not fit filters the cluster (every requested resource and a pod slot);
+    # false: Karmada's behaviour (only headroom rules filter).
+    resource_fit: bool = True
+    # Per service class (annotation scheduling.federation.io/service-class): its own rules and weights.
+    profiles: dict[str, ProfileSettings] = Field(default_factory=dict)
+    # The profile of workloads without a class (or with a class no profile names); "": the top level.
+    default_profile: str = ""
     extenders: list[ExtenderSettings] = Field(default_factory=list)
     # Karmada's --enable-empty-workload-propagation.
     enable_empty_workload_propagation: bool = False
+
+    _score_weights = field_validator("score_weights")(_known_score_plugins)
+
+    @field_validator("profiles")
+    @classmethod
+    def _profile_names(cls, profiles: dict[str, ProfileSettings]) -> dict[str, ProfileSettings]:
+        for name in profiles:
+            if not PROFILE_NAME.match(name):
+                raise ValueError(
+                    f"profile name {name!r} must be 1-63 letters, digits, '-', '_' or '.', starting and "
+                    "ending with a letter or digit (it is matched against an annotation value)"
+                )
+        return profiles
+
+    @model_validator(mode="after")
+    def _default_profile_is_defined(self) -> SchedulerSettings:
+        if self.default_profile and self.default_profile not in self.profiles:
+            defined = ", ".join(sorted(self.profiles)) or "none"
+            raise ValueError(f"default_profile {self.default_profile!r} names no profile; defined: {defined}")
+        return self
 
 
 class Settings(BaseSettings):

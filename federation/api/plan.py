@@ -5,12 +5,16 @@
 
 Invariants:
 - Read-only: one transaction that only reads (clusters, (Cluster)PropagationPolicies, WorkloadPolicies,
-  the existing bindings of the posted templates); nothing is written and no controller is woken.
+  the existing bindings of the posted templates, where the bindings of their namespaces run: what the
+  WorkloadPolicy counts already hold); nothing is written and no controller is woken.
 - The posted objects win over stored ones with the same identity (kind, namespace, name), so a changed
   policy or replica count can be tried before it is applied. Existing bindings are the previous placement.
 - admin and viewer may call it (it reads what they may read); agents may not.
-- HTTP scheduler extenders are not consulted here (the API does not reach into the controllers); the
-  offline ``federation plan --clusters`` does consult them.
+- HTTP scheduler extenders are called as the scheduler calls them (``federation.extenders``, the same
+  adapter and settings): filter, prioritize and replicas, so the answer is the scheduler's. Bind is never
+  called (a plan has no side effects). The extenders are built per request, outside the read transaction,
+  and closed after it; the settings are checked once when the route is registered (a bad certificate or two
+  binders stop the server at start).
 """
 
 from __future__ import annotations
@@ -26,12 +30,15 @@ from starlette.concurrency import run_in_threadpool
 
 from federation.api.bodies import read_json
 from federation.api.status import bad_request, forbidden
+from federation.extenders import build_extenders, close_extenders
 from federation.model.binding import binding_name
 from federation.scheduling import offline
+from federation.scheduling.extender import Extender
 from federation.scheduling.planner import engine_config
 from federation.settings import Settings
 from federation.store.bindings import BindingRepository
 from federation.store.db import UnitOfWork
+from federation.store.placements import placed_bindings
 from federation.store.repository import ObjectRepository
 
 if TYPE_CHECKING:
@@ -56,18 +63,40 @@ def items_of(body: Any) -> list[Manifest]:
     return [dict(i) for i in items]
 
 
-def plan_live(uow: UnitOfWork, settings: Settings, posted: Sequence[Manifest], now: datetime) -> Manifest:
+def plan_live(
+    uow: UnitOfWork,
+    settings: Settings,
+    posted: Sequence[Manifest],
+    now: datetime,
+    extenders: Sequence[Extender] = (),
+) -> Manifest:
     """Plan ``posted`` over the stored clusters, policies and bindings; the answer ``List``."""
     try:
         given = offline.classify(posted)
         with uow() as session:
             clusters, _ = ObjectRepository(session, "Cluster", "cluster.karmada.io/v1alpha1").list()
             stored = [*_stored_policies(session), *_existing_bindings(session, given.templates)]
+            namespaces = {str(t["metadata"].get("namespace") or "") for t in given.templates} - {""}
+            placements = placed_bindings(session, namespaces)  # what WorkloadPolicy counts already hold
         manifests = [*given.templates, *_overlay(stored, _non_templates(given))]
-        planned = offline.plan_manifests(manifests, clusters, engine_config(settings.scheduler), now=now)
+        config = engine_config(settings.scheduler)
+        planned = offline.plan_manifests(
+            manifests, clusters, config, now=now, extenders=extenders, placements=placements
+        )
     except offline.PlanError as exc:
         raise bad_request(str(exc)) from exc
     return offline.as_list(planned)
+
+
+def plan_with_extenders(
+    uow: UnitOfWork, settings: Settings, posted: Sequence[Manifest], now: datetime
+) -> Manifest:
+    """``plan_live`` with the configured HTTP extenders, closed when the plan is done."""
+    extenders = build_extenders(settings.scheduler.extenders)
+    try:
+        return plan_live(uow, settings, posted, now, extenders)
+    finally:
+        close_extenders(extenders)
 
 
 def _stored_policies(session: Session) -> list[Manifest]:
@@ -110,11 +139,14 @@ def register(app: FastAPI, ctx: ApiContext) -> None:
     """Add the plan route."""
     from federation.api.app import authenticate  # the app module imports this registrar
 
+    close_extenders(build_extenders(ctx.settings.scheduler.extenders))  # refuse bad settings at start
+
     @app.post(PLAN_PATH, summary="Plan placements against live state (dry run, writes nothing)")
     async def plan(request: Request) -> JSONResponse:
         principal = authenticate(ctx, request)
         if principal.role not in PLAN_ROLES:
             raise forbidden(f'{principal.role} "{principal.name}" cannot plan')
         posted = items_of(await read_json(request))
-        answer = await run_in_threadpool(plan_live, ctx.uow, ctx.settings, posted, datetime.now(UTC))
+        now = datetime.now(UTC)
+        answer = await run_in_threadpool(plan_with_extenders, ctx.uow, ctx.settings, posted, now)
         return JSONResponse(answer)

@@ -2,7 +2,8 @@
 
 With `--clusters FILE` it plans offline (no server): the scheduling settings come from `--config` (or the
 defaults), HTTP extenders included. Without it, FILE's manifests are POSTed to the server's plan endpoint,
-which plans against the live clusters, policies and existing bindings.
+which plans against the live clusters, policies and existing bindings with the server's extenders. Either
+way extenders are called as the scheduler calls them (filter, prioritize, replicas), never to bind.
 
 The default output is a table (one row per binding); `-o json|yaml` prints the Kubernetes `List` of the
 ResourceBindings exactly as they would be written.
@@ -21,7 +22,7 @@ import yaml
 from federation.cli.context import CliContext, pass_cli
 from federation.cli.manifests import ManifestError, read_manifests
 from federation.cli.printers import render_rows
-from federation.controllers.extender_http import build_extenders
+from federation.extenders import build_extenders, close_extenders
 from federation.scheduling import offline
 from federation.scheduling.planner import engine_config
 from federation.settings import load_settings
@@ -54,9 +55,9 @@ def _plan_offline(
 ) -> list[dict[str, Any]]:
     try:
         settings = load_settings(cli.config_file).scheduler
+        extenders = build_extenders(settings.extenders)
     except ValueError as exc:
         raise ManifestError(str(exc)) from exc
-    extenders = build_extenders([e.model_dump() for e in settings.extenders])
     try:
         return offline.plan_manifests(
             manifests, clusters, engine_config(settings), now=datetime.now(UTC), extenders=extenders
@@ -64,8 +65,7 @@ def _plan_offline(
     except offline.PlanError as exc:
         raise ManifestError(str(exc)) from exc
     finally:
-        for extender in extenders:
-            extender.close()
+        close_extenders(extenders)
 
 
 def render(items: Sequence[dict[str, Any]], output: str) -> str:

@@ -51,7 +51,10 @@ def serve_command(
     logging.basicConfig(
         level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
     )
-    process = server.build(settings)
+    try:
+        process = server.build(settings)
+    except ValueError as exc:  # settings checked only when built (extender TLS files, one binder)
+        raise click.ClickException(f"bad settings: {' '.join(str(exc).split())}") from exc
     announce(process)
     process.run()
 

@@ -13,7 +13,6 @@ from federation.controllers.binding_status import BindingStatusController
 from federation.controllers.cluster_status import ClusterStatusController
 from federation.controllers.detector import Detector
 from federation.controllers.execution import ExecutionController
-from federation.controllers.extender_http import build_extenders
 from federation.controllers.graceful_eviction import GracefulEvictionController
 from federation.controllers.isolation import RetryBook
 from federation.controllers.members_access import MemberAccess
@@ -24,6 +23,7 @@ from federation.controllers.taint_manager import TaintManager
 from federation.controllers.taint_policy import TaintPolicyController
 from federation.controllers.work_status import WorkStatusCollector
 from federation.controllers.work_sync import WorkSync
+from federation.extenders import build_extenders
 from federation.scheduling.planner import engine_config
 from federation.settings import Settings
 from federation.store.claims import Backoff
@@ -62,7 +62,7 @@ def build_reconcilers(deps: ControllerDeps) -> list[Reconciler]:
             deps.clock,
             deps.identity,
             config=engine_config(deps.settings.scheduler),
-            extenders=build_extenders([e.model_dump() for e in deps.settings.scheduler.extenders]),
+            extenders=build_extenders(deps.settings.scheduler.extenders),
             interval_seconds=timing.scheduler_interval_seconds,
             batch_size=timing.batch_size,
             claim_seconds=timing.claim_lease_seconds,

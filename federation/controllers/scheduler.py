@@ -6,11 +6,15 @@ One reconcile:
    one of them (Karmada ``enqueueAffectedBindings``). Two queries plus one UPDATE per batch of clusters.
 2. Batches of queued bindings: one transaction claims the batch and loads its bindings, every cluster
    (as snapshots), every WorkloadPolicy and the batch's templates (one query each, whatever the batch
-   size). Each binding is then decided in memory (``planner``/``engine``), the capacity it takes is
-   assumed for the rest of the cycle (``engine.assume``). The batch's writes are one transaction: the
-   rows are loaded in one query and written by one flush (spec.clusters + applied-placement annotation,
-   status), then one INSERT of decision records, one event upsert and the claim releases. If that
-   transaction fails, each binding is written in its own transaction, so only the culprit is affected.
+   size); when a batch binding's namespace has a WorkloadPolicy, one more query reads where that
+   namespace's bindings run (``store.placements``: the counts a policy shares across its workloads).
+   Each binding is then decided in memory (``planner``/``engine``), the capacity it takes is assumed for
+   the rest of the cycle (``engine.assume``) and its place in its policy's counts recorded
+   (``planner.record_quota``), so bindings sharing a quota are decided in batch order. The batch's
+   writes are one transaction: the rows are loaded in one query and written by one flush (spec.clusters
+   + applied-placement annotation, status), then one INSERT of decision records, one event upsert and
+   the claim releases. If that transaction fails, each binding is written in its own transaction, so
+   only the culprit is affected.
 
 Invariants:
 - Karmada's triggers decide (``planner.scheduling_trigger``); with none, only
@@ -19,6 +23,9 @@ Invariants:
   SchedulerError are retried after ``initial * 2^(n-1)`` seconds (n = consecutive failed decisions,
   capped at the maximum). A write that lost a race (the binding's generation moved, or a concurrent
   writer) is retried at the next tick: a decision is only written for the generation it was made for.
+- A Success is told to the binder extender (``bindVerb``, ``extenders_run.extenders_bind``) after the
+  decision and before the write; its error makes the decision a SchedulerError (nothing placed, retried
+  with back-off). A write that then loses a race is decided, and bound, again.
 - Any other failure of one binding (a malformed binding the engine or planner cannot read) releases
   that binding's claim with back-off (``claims.fail``) and a Warning event; the batch goes on.
 - The engine avoids the clusters in the template's failover tried list; a result that had to ignore
@@ -42,7 +49,9 @@ from federation.controllers.runtime import Clock, Outcome
 from federation.model.workloadpolicy import WorkloadPolicy
 from federation.scheduling import engine, planner, snapshot
 from federation.scheduling.extender import Extender
+from federation.scheduling.extenders_run import extenders_bind
 from federation.scheduling.types import ClusterSnapshot, EngineConfig, ScheduleResult, TargetCluster
+from federation.scheduling.workloadpolicy import QuotaLedger, ledger_of
 from federation.store import claims, requeue
 from federation.store.bindings import BindingRepository
 from federation.store.db import UnitOfWork
@@ -50,6 +59,7 @@ from federation.store.decisions import Decision, DecisionRepository
 from federation.store.errors import Conflict, NotFound
 from federation.store.events import EventEntry, EventRepository, InvolvedObject
 from federation.store.manifest import join, split
+from federation.store.placements import placed_bindings
 from federation.store.repository import ObjectRepository
 from federation.store.tables import ClusterRow, ResourceBindingRow
 from federation.store.templates import templates_by_uid
@@ -69,6 +79,8 @@ class CycleState:
     clusters: list[ClusterSnapshot]
     workload_policies: list[Manifest]
     templates: dict[str, Manifest]
+    # Where the workloads under each WorkloadPolicy run; updated after every decision of the cycle.
+    quota: QuotaLedger = field(default_factory=QuotaLedger)
 
 
 @dataclass(frozen=True)
@@ -184,6 +196,7 @@ class Scheduler:
         if trigger is None:
             return Pending(item, binding, planner.sync_observed_generation, None)
         result = self._decide(binding, state)
+        planner.record_quota(state.quota, binding, policy, result)
         now = self.clock.now()
         return Pending(
             item, binding, lambda current: planner.apply_result(current, result, now, trigger, policy), result
@@ -197,8 +210,14 @@ class Scheduler:
     def _decide(self, binding: Manifest, state: CycleState) -> ScheduleResult:
         uid = str(((binding.get("spec") or {}).get("resource") or {}).get("uid") or "")
         try:
-            given = planner.binding_input(binding, state.templates.get(uid), state.workload_policies)
+            template = state.templates.get(uid)
+            given = planner.binding_input(
+                binding, template, state.workload_policies, state.quota, state.clusters
+            )
             result = engine.schedule(given, state.clusters, self.config, self.extenders)
+            # kube-scheduler's bind verb: told before the write; its error keeps the binding unscheduled
+            # (SchedulerError, retried with back-off).
+            result = extenders_bind(given, result, self.extenders)
         except Exception as exc:  # a bad binding or an engine bug must not stop the other bindings
             log.exception("scheduling %s failed", _key(binding))
             return _scheduler_error(binding, f"scheduling failed: {exc}")
@@ -384,12 +403,16 @@ def loaded_rows(session: Session, ids: Sequence[int]) -> dict[int, ResourceBindi
 
 
 def load_state(session: Session, bindings: Sequence[Manifest]) -> CycleState:
-    """Clusters, WorkloadPolicies and the batch's templates: one query each."""
+    """Clusters, WorkloadPolicies and the batch's templates: one query each; where the bindings of the
+    batch's namespaces that have a WorkloadPolicy run: one more (none when no such namespace)."""
     uids = sorted(
         {str(((b.get("spec") or {}).get("resource") or {}).get("uid") or "") for b in bindings} - {""}
     )
     policies, _ = ObjectRepository(session, "WorkloadPolicy", WORKLOAD_POLICY_API_VERSION).list()
-    return CycleState(cluster_snapshots(session), policies, templates_by_uid(session, uids))
+    with_policy = {str((p.get("metadata") or {}).get("namespace") or "") for p in policies}
+    namespaces = with_policy & {str((b.get("metadata") or {}).get("namespace") or "") for b in bindings}
+    quota = ledger_of(placed_bindings(session, namespaces))
+    return CycleState(cluster_snapshots(session), policies, templates_by_uid(session, uids), quota)
 
 
 def cluster_snapshots(session: Session, ids: Sequence[int] | None = None) -> list[ClusterSnapshot]:

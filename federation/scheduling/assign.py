@@ -4,7 +4,9 @@ Invariants:
 - Non-workloads go to every selected cluster without replicas.
 - Duplicated gives each cluster ``spec.replicas``; StaticWeight divides by rule weights; DynamicWeight and
   Aggregated divide by capacity with inertia and overflow tiers (``division``).
-- A WorkloadPolicy replaces the division for Divided strategies (it is ignored for Duplicated).
+- A WorkloadPolicy replaces the division for every strategy, Duplicated included: its counts say how many
+  replicas run in each topology value, which copying ``spec.replicas`` to every cluster would ignore.
+  What fits is placed; only when nothing fits for want of capacity is the result Unschedulable.
 - ``Outcome.targets`` is None when capacity is short (Unschedulable); zero entries are dropped unless
   empty-workload propagation is on; targets are sorted by name.
 """
@@ -34,7 +36,7 @@ from federation.scheduling.types import (
     ResultReason,
     TargetCluster,
 )
-from federation.scheduling.workloadpolicy import PolicyCandidate, allocate
+from federation.scheduling.workloadpolicy import PolicyCandidate, allocate, capacity_short, shortfall
 
 
 class AttemptError(Exception):
@@ -68,7 +70,7 @@ def assign(binding: BindingInput, cands: Candidates, config: EngineConfig) -> Ou
     if not binding.is_workload:
         return Outcome(tuple(TargetCluster(n) for n in sorted(names)), trace={"strategy": "NonWorkload"})
     strategy = binding.placement.strategy()
-    if binding.workload_policy is not None and strategy != "Duplicated":
+    if binding.workload_policy is not None:
         return _by_policy(binding, cands, names)
     try:
         division = _divide(binding, cands, names, strategy)
@@ -115,15 +117,12 @@ def _by_policy(binding: BindingInput, cands: Candidates, names: Sequence[str]) -
         own = max(binding.previous.get(name, 0), 0)
         label = cands.snapshots[name].labels.get(spec.topology_key)
         candidates.append(PolicyCandidate(name, label, cands.allocatable.get(name, 0) + own, own))
-    result = allocate(spec, binding.replicas, candidates, binding.uid)
+    result = allocate(spec, binding.replicas, candidates, binding.uid, binding.workload_policy_used)
     trace = {"strategy": "WorkloadPolicy", **result.trace}
-    if result.unplaced and spec.effective_type() == "Preferred":
-        placed = binding.replicas - result.unplaced
-        message = f"Clusters available replicas {placed} are not enough to schedule."
-        return Outcome(None, unplaced=result.unplaced, message=message, trace=trace)
-    targets = tuple(TargetCluster(n, result.replicas[n]) for n in sorted(result.replicas))
     message = ""
     if result.unplaced:
-        why = f"WorkloadPolicy {spec.effective_type()} allocation on {spec.topology_key}"
-        message = partial_placement(binding.replicas - result.unplaced, binding.replicas, why)
+        message = partial_placement(result.placed, binding.replicas, shortfall(spec, result))
+        if not result.placed and capacity_short(result):  # nothing fits: Karmada keeps the old placement
+            return Outcome(None, unplaced=result.unplaced, message=message, trace=trace)
+    targets = tuple(TargetCluster(n, result.replicas[n]) for n in sorted(result.replicas))
     return Outcome(targets, dict(result.replicas), result.unplaced, message, trace)

@@ -8,6 +8,8 @@ Invariants:
 - ``clusterAffinities``: start at the observed term (term 0 when none or when a reschedule was triggered),
   fall through to the next term on any failure, never move back by itself; if all fail, a FitError of
   the first attempt gives NoClusterFit (clusters cleared), anything else keeps the previous placement.
+  A FitError where some cluster failed ResourceFit alone is a capacity shortfall: Unschedulable (kept,
+  retried with back-off), since capacity frees up without a cluster event.
 - The avoid list acts as a filter; when the attempt fails with it, the engine retries without it and says
   so (``avoid_ignored``).
 - Results list clusters sorted by name, zero-replica entries dropped for workloads (unless
@@ -24,7 +26,12 @@ from federation.scheduling import explain
 from federation.scheduling.assign import AttemptError, Candidates, assign
 from federation.scheduling.estimator import GeneralEstimator, ReplicaEstimator, estimate
 from federation.scheduling.extender import Extender
-from federation.scheduling.extenders_run import ExtenderEstimator, extender_filter, extender_scores
+from federation.scheduling.extenders_run import (
+    ExtenderEstimator,
+    extender_filter,
+    extender_scores,
+    scheduler_view,
+)
 from federation.scheduling.filters import AVOID_REASON, FilterContext, FilterVerdict, run_filters
 from federation.scheduling.messages import no_cluster_fit
 from federation.scheduling.scores import score_clusters
@@ -51,7 +58,8 @@ def schedule(
 ) -> ScheduleResult:
     """Decide ``spec.clusters`` for one binding against a snapshot of the member clusters."""
     config = config or EngineConfig()
-    estimators = list(estimators) if estimators is not None else [GeneralEstimator(config.headroom)]
+    if estimators is None:  # the general estimator under the rules of the binding's service class
+        estimators = [GeneralEstimator(config.profile_for(binding.service_class).headroom)]
     live = [c for c in clusters if not c.deleting]
     result = _over_terms(binding, live, config, extenders, estimators)
     if result.succeeded or not binding.avoid:
@@ -113,14 +121,17 @@ def _attempt(
 ) -> ScheduleResult:
     strategy = binding.placement.strategy()
     overflow = binding.is_workload and strategy in ("DynamicWeight", "Aggregated")
-    ctx = FilterContext(binding, term, config, overflow_allowed=overflow)
+    # ignoredByScheduler resources are the extenders' to judge: the engine's own fit leaves them out.
+    ctx = FilterContext(scheduler_view(binding, extenders), term, config, overflow_allowed=overflow)
     verdicts = [_verdict(ctx, c) for c in clusters]
     base: dict[str, Any] = {"strategy": strategy, "affinityName": term.affinity_name if term else None}
+    if binding.service_class:
+        base.update(serviceClass=binding.service_class, profile=config.profile_name(binding.service_class))
     try:
         verdicts = extender_filter(binding, clusters, verdicts, extenders)
         feasible = [c for c, v in zip(clusters, verdicts, strict=True) if v.passed]
         if not feasible:
-            return _no_fit(len(clusters), verdicts, base)
+            return _no_fit(binding, len(clusters), verdicts, base)
         extra = extender_scores(binding, feasible, extenders)
         return _place(binding, feasible, verdicts, config, extenders, estimators, extra, base)
     except AttemptError as err:
@@ -135,9 +146,15 @@ def _verdict(ctx: FilterContext, cluster: ClusterSnapshot) -> FilterVerdict:
     return verdict
 
 
-def _no_fit(total: int, verdicts: Sequence[FilterVerdict], base: dict[str, Any]) -> ScheduleResult:
+def _no_fit(
+    binding: BindingInput, total: int, verdicts: Sequence[FilterVerdict], base: dict[str, Any]
+) -> ScheduleResult:
     message = no_cluster_fit(total, [v.reason for v in verdicts if v.reason])
     explanation = {**base, "clusters": explain.cluster_entries(verdicts, {}, {}, {})}
+    if any(v.failures and all(p == "ResourceFit" for p, _ in v.failures) for v in verdicts):
+        # A cluster kept out by capacity alone can take the binding once capacity frees up, which no
+        # cluster event announces: a capacity shortfall, kept and retried with back-off as Karmada does.
+        return ScheduleResult(_keep(binding), "Unschedulable", message, explanation)
     return ScheduleResult((), "NoClusterFit", message, explanation)
 
 
@@ -196,7 +213,7 @@ def _allocatable(
     if not binding.is_workload:
         return {c.name: binding.replicas for c in clusters}
     chain = [*estimators, *(ExtenderEstimator(e, binding) for e in extenders if e.is_interested(binding))]
-    return estimate(chain, clusters, binding.resource_request, binding.replicas)
+    return estimate(chain, clusters, scheduler_view(binding, extenders).resource_request, binding.replicas)
 
 
 def _keep(binding: BindingInput) -> tuple[TargetCluster, ...]:

@@ -8,7 +8,10 @@ Karmada's general estimator (``pkg/estimator/client/general.go``):
 - The answer is the minimum of those and ``allowedPods``; no resourceSummary gives 0; no request gives
   allowedPods.
 
-Headroom (beyond Karmada) subtracts a reserve from allocatable before the division, per resource.
+Headroom rules (beyond Karmada, the binding's service-class profile) subtract a reserve from allocatable
+before the division and divide by the rule's per-replica cost (``request_factor`` times the request); a
+resource with a rule that the replica does not request still bounds the answer to 0 when the cluster is
+already past its hold (the rule is the class's predicate, request or not).
 Estimators combine by minimum (Karmada runs the general one and an optional accurate one per cluster);
 a result of ``UNBOUNDED`` (Karmada's MaxInt32) is clamped to the binding's replicas by the caller.
 """
@@ -52,16 +55,22 @@ def usable_free(
 def general_max_replicas(
     cluster: ClusterSnapshot, request: Resources, headroom: Mapping[str, Headroom] | None = None
 ) -> int:
-    """Karmada's general estimate for one cluster (with optional headroom)."""
+    """Karmada's general estimate for one cluster (with optional headroom rules)."""
     if cluster.allocatable is None:
         return 0
-    result = allowed_pods(cluster, headroom)
+    rules = headroom or {}
+    result = allowed_pods(cluster, rules)
     for resource, quantity in request.items():
         if quantity <= 0 or resource == PODS:
             continue
         if resource not in cluster.allocatable:
             return 0
-        result = min(result, max(0, usable_free(cluster, resource, headroom)) // quantity)
+        rule = rules.get(resource)
+        cost = quantity if rule is None else rule.cost(quantity)
+        result = min(result, max(0, usable_free(cluster, resource, rules)) // cost)
+    for resource in rules:
+        if request.get(resource, 0) <= 0 and usable_free(cluster, resource, rules) < 0:
+            return 0
     return result
 
 

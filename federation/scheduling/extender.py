@@ -1,7 +1,8 @@
-"""Scheduler extenders: the protocol the engine calls and the wire format an HTTP adapter speaks.
+"""Scheduler extenders: the protocol the engine calls and the results it reads.
 
 kube-scheduler's extender contract (``k8s.io/kube-scheduler/extender/v1``) lifted from nodes to clusters.
-The engine only sees ``Extender``; ``federation.controllers.extender_http`` implements it over httpx.
+The engine only sees ``Extender``; ``federation.extenders`` implements it over HTTP (both wires, TLS), in
+a layer the scheduler controller and the live plan endpoint share.
 
 Invariants:
 - ``filter`` returns the clusters that stay (``cluster_names``); ``failed`` and ``failed_unresolvable`` map
@@ -10,6 +11,10 @@ Invariants:
   multiplies by the extender's weight.
 - ``max_replicas`` returns an upper bound of additional replicas per cluster, or None when the extender has
   no replicas verb; the engine takes the minimum with its own estimate.
+- ``bind`` tells a ``binder`` one target of a decided placement (kube-scheduler's bind verb); it is called by
+  the scheduler after the decision and before the write, never by a plan.
+- ``ignored_resources`` are kube-scheduler's ``ignoredByScheduler`` managed resources: the engine's own fit
+  and capacity estimate leave them to the extender.
 - Any failure raises ``ExtenderError``; the engine fails the attempt (SchedulerError) unless ``ignorable``.
 """
 
@@ -17,9 +22,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
-from federation.scheduling.types import BindingInput, ClusterSnapshot
+from federation.scheduling.types import BindingInput, ClusterSnapshot, TargetCluster
 
 MAX_EXTENDER_PRIORITY = 10
 
@@ -54,6 +59,12 @@ class Extender(Protocol):
     @property
     def ignorable(self) -> bool: ...
 
+    @property
+    def binder(self) -> bool: ...
+
+    @property
+    def ignored_resources(self) -> frozenset[str]: ...
+
     def is_interested(self, binding: BindingInput) -> bool: ...
 
     def filter(self, binding: BindingInput, clusters: Sequence[ClusterSnapshot]) -> ExtenderFilterResult: ...
@@ -66,85 +77,4 @@ class Extender(Protocol):
         self, binding: BindingInput, clusters: Sequence[ClusterSnapshot]
     ) -> Mapping[str, int] | None: ...
 
-
-def binding_payload(binding: BindingInput) -> dict[str, Any]:
-    """The ``binding`` object of every request: what the workload is and what it asks for."""
-    return {
-        "apiVersion": binding.api_version,
-        "kind": binding.kind,
-        "namespace": binding.namespace,
-        "name": binding.name,
-        "uid": binding.uid,
-        "replicas": binding.replicas,
-        "resourceRequest": dict(binding.resource_request),
-        "placement": binding.placement.dump(),
-        "clusters": [{"name": n, "replicas": r} for n, r in binding.previous.items()],
-    }
-
-
-def cluster_payload(cluster: ClusterSnapshot) -> dict[str, Any]:
-    """A cluster as sent when the extender is not cluster-cache capable."""
-    return {
-        "name": cluster.name,
-        "labels": dict(cluster.labels),
-        "provider": cluster.provider,
-        "region": cluster.region,
-        "zones": list(cluster.zones),
-        "taints": [t.dump() for t in cluster.taints],
-        "ready": cluster.ready,
-        "allocatable": dict(cluster.allocatable) if cluster.allocatable is not None else None,
-        "allocated": dict(cluster.allocated),
-        "allocating": dict(cluster.allocating),
-    }
-
-
-def extender_args(
-    binding: BindingInput, clusters: Sequence[ClusterSnapshot], names_only: bool
-) -> dict[str, Any]:
-    """``ExtenderArgs``: the binding plus either ``clusterNames`` (cache capable) or full ``clusters``."""
-    args: dict[str, Any] = {"binding": binding_payload(binding)}
-    if names_only:
-        args["clusterNames"] = [c.name for c in clusters]
-    else:
-        args["clusters"] = [cluster_payload(c) for c in clusters]
-    return args
-
-
-def parse_filter_result(body: Any) -> ExtenderFilterResult:
-    """``ExtenderFilterResult``; raises ExtenderError on a malformed body or a non-empty ``error``."""
-    if not isinstance(body, Mapping):
-        raise ExtenderError("filter must answer an object {clusterNames, failedClusters, error}")
-    try:
-        names = tuple(str(n) for n in body.get("clusterNames") or ())
-        failed = {str(k): str(v) for k, v in (body.get("failedClusters") or {}).items()}
-        hard = {str(k): str(v) for k, v in (body.get("failedAndUnresolvableClusters") or {}).items()}
-        error = str(body.get("error") or "")
-    except (AttributeError, TypeError) as exc:
-        raise ExtenderError(f"malformed filter result: {exc}") from exc
-    if error:
-        raise ExtenderError(error)
-    return ExtenderFilterResult(names, failed, hard, error)
-
-
-def parse_priorities(body: Any) -> list[HostPriority]:
-    """``HostPriorityList``: ``[{host, score}]`` with scores clamped to 0..10."""
-    if not isinstance(body, list):
-        raise ExtenderError("prioritize must answer a list of {host, score}")
-    try:
-        return [
-            HostPriority(str(p["host"]), max(0, min(MAX_EXTENDER_PRIORITY, int(p["score"])))) for p in body
-        ]
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ExtenderError(f"malformed priority list: {exc}") from exc
-
-
-def parse_replicas(body: Any) -> dict[str, int]:
-    """``{"clusters": [{name, replicas}], "error": ""}`` → max additional replicas per cluster."""
-    if not isinstance(body, Mapping):
-        raise ExtenderError("replicas must answer an object {clusters: [{name, replicas}], error}")
-    if body.get("error"):
-        raise ExtenderError(str(body["error"]))
-    try:
-        return {str(c["name"]): max(0, int(c["replicas"])) for c in body.get("clusters") or ()}
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ExtenderError(f"malformed replicas result: {exc}") from exc
+    def bind(self, binding: BindingInput, target: TargetCluster) -> None: ...

@@ -6,6 +6,9 @@ Invariants:
   explanation records every filter's verdict.
 - TaintToleration, APIEnablement and ResourceFit let a cluster that is already in ``spec.clusters`` pass:
   an existing placement is never dropped by them (eviction is the taint manager's job).
+- ResourceFit (beyond Karmada) uses the binding's service-class profile (``FilterContext.profile``); it is
+  the only filter whose failure can pass with time alone (capacity frees up), which the engine reports as
+  Unschedulable rather than NoClusterFit.
 - ClusterAffinity evaluates one term (the observed ``clusterAffinities`` term, or ``clusterAffinity``); for
   DynamicWeight/Aggregated workloads a cluster matching an overflow affinity passes too, with its tier.
 """
@@ -13,11 +16,11 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from federation.model.placement import ClusterAffinity, ClusterAffinityTerm, Taint, Toleration
 from federation.scheduling.estimator import usable_free
-from federation.scheduling.types import PODS, BindingInput, ClusterSnapshot, EngineConfig
+from federation.scheduling.types import PODS, BindingInput, ClusterSnapshot, EngineConfig, ServiceProfile
 
 AFFINITY_REASON = "cluster(s) did not match the placement cluster affinity constraint"
 API_REASON = "cluster(s) did not have the API resource"
@@ -32,12 +35,17 @@ SPREAD_REASONS = {
 
 @dataclass(frozen=True, slots=True)
 class FilterContext:
-    """What every filter of one attempt shares: the binding, the affinity term in force, the config."""
+    """What every filter of one attempt shares: the binding, the affinity term in force, the config, and
+    the binding's service-class profile (resolved once per attempt, not per cluster)."""
 
     binding: BindingInput
     term: ClusterAffinityTerm | None
     config: EngineConfig
     overflow_allowed: bool = False
+    profile: ServiceProfile = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "profile", self.config.profile_for(self.binding.service_class))
 
 
 FilterFn = Callable[[FilterContext, ClusterSnapshot], str | None]
@@ -107,24 +115,30 @@ def cluster_eviction(ctx: FilterContext, cluster: ClusterSnapshot) -> str | None
 
 
 def resource_fit(ctx: FilterContext, cluster: ClusterSnapshot) -> str | None:
-    """Beyond Karmada: one replica (all of them for Duplicated) must fit after keeping headroom.
+    """Beyond Karmada: one replica (all of them for Duplicated) must fit, kube-scheduler's NodeResourcesFit
+    lifted to clusters, under the rules (headroom) of the binding's profile.
 
-    Active only when headroom rules are configured: without them a full cluster stays a candidate and the
-    division reports Unschedulable (keeping the old placement), exactly like Karmada. Skipped for
-    non-workloads, for clusters already holding the binding (their own usage is in ``allocated``), and for
-    clusters that never reported a resource summary (capacity unknown).
+    Every resource the replica requests and one pod slot are checked: ``free >= request``, or the rule's
+    inequality when the profile has one for that resource. A resource with a rule is checked even when
+    not requested (the class's predicate: a cluster past its hold is no place for it). With
+    ``resource_fit`` off the filter acts only when the profile has rules: without them a full cluster
+    stays a candidate and the division reports Unschedulable (keeping the old placement), exactly like
+    Karmada. Skipped for non-workloads, for clusters already holding the binding (their own usage is in
+    ``allocated``), and for clusters that never reported a resource summary (capacity unknown).
     """
-    binding = ctx.binding
-    if not ctx.config.headroom or not binding.is_workload:
+    binding, rules = ctx.binding, ctx.profile.headroom
+    if not binding.is_workload or not (ctx.config.resource_fit or rules):
         return None
     if cluster.name in binding.previous or cluster.allocatable is None:
         return None
-    count = binding.replicas if binding.placement.strategy() == "Duplicated" else 1
+    count = max(binding.replicas if binding.placement.strategy() == "Duplicated" else 1, 1)
     wanted: Mapping[str, int] = {**binding.resource_request, PODS: 1}
-    for resource, per_replica in sorted(wanted.items()):
-        if per_replica <= 0:
+    for resource in sorted({*wanted, *rules}):
+        per_replica, rule = wanted.get(resource, 0), rules.get(resource)
+        if per_replica <= 0 and rule is None:
             continue
-        if usable_free(cluster, resource, ctx.config.headroom) < per_replica * max(count, 1):
+        cost = per_replica if rule is None else rule.cost(per_replica)
+        if usable_free(cluster, resource, rules) < cost * count:
             return f"cluster(s) had insufficient {resource}"
     return None
 

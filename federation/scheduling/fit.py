@@ -7,6 +7,10 @@ Invariants:
 - LeastAllocated: mean over cpu, memory (and ephemeral-storage when requested) of free/allocatable*100.
   MostFreeMemory: free memory relative to the cluster with the most free memory among the candidates.
   BalancedAllocation: 100 * (1 - spread of the used fractions of cpu and memory), kube's formula.
+- MoreFreeMemoryRatio is the database scheduler's MoreMem priority, kept on its own scale: the cluster's
+  (free memory / total memory) x 10, truncated to an integer 0..10 like the original's priority, with
+  free = allocatable - allocated - allocating as reported (no headroom, no request: the formula as given).
+  Its weight (1,000,000 for MySQL in the original) makes it dominate the 0..100 plugins.
 """
 
 from __future__ import annotations
@@ -59,3 +63,17 @@ def most_free_memory(
     free = {c.name: max(0, usable_free(c, MEMORY, headroom) - request.get(MEMORY, 0)) for c in clusters}
     top = max(free.values(), default=0)
     return {name: (value * MAX_SCORE // top if top > 0 else 0) for name, value in free.items()}
+
+
+MORE_MEM_MAX = 10
+
+
+def more_free_memory_ratio(cluster: ClusterSnapshot) -> int:
+    """``(free memory / total memory) x 10`` in exact integer arithmetic; 0 when memory is unknown."""
+    if cluster.allocatable is None:
+        return 0
+    total = cluster.allocatable.get(MEMORY, 0)
+    if total <= 0:
+        return 0
+    free = min(max(cluster.free(MEMORY), 0), total)
+    return free * MORE_MEM_MAX // total

@@ -11,7 +11,11 @@ Invariants:
   scheduler's trigger and write rules (``planner``); the output is what those would store.
 - Bindings are planned in input order (templates first, then bindings given without their template), and
   capacity placed by an earlier binding is assumed for the later ones (``engine.assume``), like one
-  scheduler cycle.
+  scheduler cycle. So are WorkloadPolicy counts: the existing bindings given (and ``placements``, where
+  the live plan passes the stored ones) seed the ledger of what each policy's workloads run, and every
+  planned binding moves in it after its decision, as the scheduler does within a batch.
+- The WorkloadPolicy governing a binding is keyed and recorded as the scheduler keys and records it (the
+  ``WorkloadPolicyChanged`` trigger, the applied-workload-policy annotation).
 - A template's ``metadata.uid`` is the resource uid (the division tie-break input); without one, the uid of
   an existing binding's ``spec.resource.uid`` is used, else ``uuid5(NAMESPACE_URL, "<apiVersion>/<kind>/
   <namespace>/<name>")`` so the same file always plans the same way.
@@ -35,6 +39,7 @@ from federation.model.validation import validate_object
 from federation.scheduling import engine, planner, snapshot
 from federation.scheduling.extender import Extender
 from federation.scheduling.types import ClusterSnapshot, EngineConfig
+from federation.scheduling.workloadpolicy import QuotaLedger, ledger_of
 
 POLICY_KINDS = ("PropagationPolicy", "ClusterPropagationPolicy")
 BINDING_KINDS = ("ResourceBinding", "ClusterResourceBinding")
@@ -190,16 +195,21 @@ def schedule_binding(
     config: EngineConfig,
     now: datetime,
     extenders: Sequence[Extender] = (),
+    quota: QuotaLedger | None = None,
 ) -> tuple[dict[str, Any], list[ClusterSnapshot]]:
-    """One binding as the scheduler leaves it, and the snapshots with its new replicas assumed."""
+    """One binding as the scheduler leaves it, and the snapshots with its new replicas assumed (and, given
+    the plan's ``quota`` ledger, the binding moved in it)."""
     if planner.scheduling_suspended(binding):
         return copy.deepcopy(dict(binding)), list(clusters)
-    trigger = planner.scheduling_trigger(binding, planner.gone_clusters(binding, clusters))
+    policy = planner.workload_policy_key(planner.workload_policy_for(template, workload_policies))
+    trigger = planner.scheduling_trigger(binding, planner.gone_clusters(binding, clusters), policy)
     if trigger is None:
         return planner.sync_observed_generation(binding), list(clusters)
-    given = planner.binding_input(binding, template, workload_policies)
+    given = planner.binding_input(binding, template, workload_policies, quota, clusters)
     result = engine.schedule(given, clusters, config, extenders)
-    written = planner.apply_result(binding, result, now, trigger)
+    written = planner.apply_result(binding, result, now, trigger, policy)
+    if quota is not None:
+        planner.record_quota(quota, binding, policy, result)
     return written, engine.assume(clusters, result, given.resource_request, given.previous)
 
 
@@ -210,10 +220,16 @@ def plan_manifests(
     *,
     now: datetime,
     extenders: Sequence[Extender] = (),
+    placements: Iterable[Manifest] = (),
 ) -> list[dict[str, Any]]:
-    """The (Cluster)ResourceBindings exactly as they would be written, in planning order."""
+    """The (Cluster)ResourceBindings exactly as they would be written, in planning order.
+
+    ``placements`` are bindings not planned here whose replicas count against WorkloadPolicy quotas (the
+    live plan passes the stored ones); a binding given in ``manifests`` replaces its stored self.
+    """
     inputs = classify(manifests)
     snapshots = clusters_of(clusters)
+    quota = ledger_of([*placements, *inputs.bindings.values()])
     planned = []
     for binding, template in detect(inputs):
         try:
@@ -225,6 +241,7 @@ def plan_manifests(
                 config or EngineConfig(),
                 now,
                 extenders,
+                quota,
             )
         except ValueError as exc:
             raise PlanError(f"{binding.get('kind')} {_name(binding)!r}: {exc}") from exc

@@ -5,7 +5,10 @@ Invariants:
 - ``binding_input`` reads only the binding (``spec.resource/replicas/replicaRequirements/placement/
   clusters/gracefulEvictionTasks/rescheduleTriggeredAt``, ``status.lastScheduledTime/
   schedulerObservingAffinityName``) plus the template's labels, which choose the WorkloadPolicy, and its
-  ``failover.federation.io/tried-clusters`` annotation, the clusters to avoid (``model/budget.py``).
+  ``failover.federation.io/tried-clusters`` annotation, the clusters to avoid (``model/budget.py``), and
+  its ``scheduling.federation.io/service-class`` annotation, which picks the profile (``profiles``).
+  Given the cycle's ``QuotaLedger`` and clusters it adds what the policy's other workloads already run per
+  topology value; ``record_quota`` moves the binding in the ledger after its decision (batch order).
 - ``apply_result`` is Karmada's write (semantics §1.7): ``spec.clusters`` and the applied-placement
   annotation only when the result writes clusters (Success, NoClusterFit); the ``Scheduled`` condition
   always (``lastTransitionTime`` moves only when its status flips); ``schedulerObservedGeneration`` (the
@@ -22,64 +25,25 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
 from federation.model import budget
 from federation.model.binding import APPLIED_PLACEMENT_ANNOTATION, CONDITION_SCHEDULED
 from federation.model.jsonvalue import clone
 from federation.model.placement import Placement
-from federation.model.quantity import to_int, to_milli
-from federation.model.workloadpolicy import WorkloadPolicy
+from federation.model.workloadpolicy import APPLIED_WORKLOAD_POLICY_ANNOTATION, WorkloadPolicy
 from federation.scheduling import snapshot, triggers
 from federation.scheduling.filters import cluster_matches
-from federation.scheduling.types import (
-    CPU,
-    BindingInput,
-    ClusterSnapshot,
-    EngineConfig,
-    Headroom,
-    ScheduleResult,
-)
-from federation.scheduling.workloadpolicy import select_policy
+from federation.scheduling.profiles import engine_config as engine_config  # every caller's import
+from federation.scheduling.profiles import service_class_of
+from federation.scheduling.types import BindingInput, ClusterSnapshot, ScheduleResult
+from federation.scheduling.workloadpolicy import QuotaLedger, binding_key, policy_ref, select_policy_for
 
 EXPLANATION_KEY = "schedulingExplanation"
 SUCCESS_EVENT = "ScheduleBindingSucceed"
 FAILURE_EVENT = "ScheduleBindingFailed"
 
 Manifest = Mapping[str, Any]
-
-
-class HeadroomLike(Protocol):
-    @property
-    def percent(self) -> float: ...
-    @property
-    def floor(self) -> str: ...
-
-
-class SchedulerSettingsLike(Protocol):
-    """The part of ``settings.SchedulerSettings`` the engine config is built from (read-only)."""
-
-    @property
-    def score_weights(self) -> Mapping[str, int]: ...
-    @property
-    def headroom(self) -> Mapping[str, HeadroomLike]: ...
-    @property
-    def enable_empty_workload_propagation(self) -> bool: ...
-
-
-def engine_config(settings: SchedulerSettingsLike) -> EngineConfig:
-    """``EngineConfig`` from the scheduler settings (headroom floors parsed as quantities)."""
-    headroom = {name: _headroom(name, rule) for name, rule in settings.headroom.items()}
-    return EngineConfig(
-        score_weights=dict(settings.score_weights),
-        headroom=headroom,
-        enable_empty_workload_propagation=settings.enable_empty_workload_propagation,
-    )
-
-
-def _headroom(resource: str, rule: HeadroomLike) -> Headroom:
-    floor = to_milli(rule.floor) if resource == CPU else to_int(rule.floor)
-    return Headroom(percent=float(rule.percent), floor=floor)
 
 
 def format_time(value: datetime) -> str:
@@ -134,14 +98,11 @@ def scheduling_suspended(binding: Manifest) -> bool:
     return bool((_spec(binding).get("suspension") or {}).get("scheduling"))
 
 
-# Ours: the WorkloadPolicy ("name/generation") a binding's current placement follows.
-APPLIED_WORKLOAD_POLICY_ANNOTATION = "kosmos.io/applied-workload-policy"
-
-
 def workload_policy_for(
     template: Manifest | None, workload_policies: Sequence[Manifest]
 ) -> WorkloadPolicy | None:
-    """The WorkloadPolicy of the template's namespace named by its label, else the one selecting it."""
+    """The WorkloadPolicy of the template's namespace named by a binding label on the template or its pod
+    template, else the first (by name) whose selector matches the pod template's labels or the template's."""
     if template is None:
         return None
     meta = template.get("metadata") or {}
@@ -153,14 +114,19 @@ def workload_policy_for(
         for p in workload_policies
         if ((p.get("metadata") or {}).get("namespace") or "") == namespace
     ]
-    return select_policy(local, dict(meta.get("labels") or {}))
+    return select_policy_for(local, template)
 
 
 def binding_input(
-    binding: Manifest, template: Manifest | None, workload_policies: Sequence[Manifest] = ()
+    binding: Manifest,
+    template: Manifest | None,
+    workload_policies: Sequence[Manifest] = (),
+    quota: QuotaLedger | None = None,
+    clusters: Sequence[ClusterSnapshot] = (),
 ) -> BindingInput:
     """What the engine reads of a binding (and of its template: the labels that pick a WorkloadPolicy,
-    the clusters the workload already failed on)."""
+    the clusters the workload already failed on); with a ``quota`` ledger and the cycle's ``clusters``,
+    what the policy's other workloads hold of its counts."""
     spec, status = _spec(binding), _status(binding)
     resource = spec.get("resource") or {}
     requirements = spec.get("replicaRequirements")
@@ -186,7 +152,9 @@ def binding_input(
         ),
         observed_affinity=str(status.get("schedulerObservingAffinityName") or ""),
         workload_policy=policy.spec if policy is not None else None,
+        workload_policy_used=_quota_used(binding, policy, quota, clusters),
         avoid=budget.avoid_of(template),
+        service_class=service_class_of(template),
     )
 
 
@@ -195,6 +163,27 @@ def workload_policy_key(policy: WorkloadPolicy | None) -> str:
     if policy is None:
         return ""
     return f"{policy.metadata.name}/{policy.metadata.generation or 0}"
+
+
+def _quota_used(
+    binding: Manifest,
+    policy: WorkloadPolicy | None,
+    quota: QuotaLedger | None,
+    clusters: Sequence[ClusterSnapshot],
+) -> dict[str, int]:
+    ref = policy_ref(binding, workload_policy_key(policy))
+    if policy is None or quota is None or ref is None:
+        return {}
+    labels = {c.name: c.labels for c in clusters}
+    return quota.used_by_others(ref, binding_key(binding), policy.spec.topology_key, labels)
+
+
+def record_quota(quota: QuotaLedger, binding: Manifest, policy_key: str, result: ScheduleResult) -> None:
+    """After a decision: the binding now runs where ``result`` puts it, under the policy ``policy_key``
+    names ("" for none). Results that keep the old placement (Unschedulable, errors) change nothing."""
+    if result.writes_clusters:
+        placed = {t.name: t.replicas for t in result.clusters}
+        quota.place(binding_key(binding), policy_ref(binding, policy_key), placed)
 
 
 def applied_workload_policy(binding: Manifest) -> str | None:

@@ -8,6 +8,8 @@ Invariants:
   converts Kubernetes quantities into this form.
 - ``ClusterSnapshot.api_enablements`` holds ``"<groupVersion>/<Kind>"`` strings (``"apps/v1/Deployment"``,
   ``"v1/ConfigMap"``), Karmada's ``IsAPIEnabled`` key; ``None`` means the cluster never reported any.
+- An ``EngineConfig`` names only score plugins of ``SCORE_PLUGINS`` and a ``default_profile`` among its
+  ``profiles``: anything else is a ``ValueError`` listing the valid names (a typo must not score 0).
 """
 
 from __future__ import annotations
@@ -71,7 +73,11 @@ class BindingInput:
     (``triggers.reschedule_required``). ``eviction_clusters`` are the ``fromCluster`` of graceful-eviction
     tasks; ``avoid`` is the failover retry list (ignored, and reported, when nothing else fits).
     ``observed_affinity`` is ``status.schedulerObservingAffinityName``. ``workload_policy`` is the Kosmos
-    WorkloadPolicy already resolved for the template (see ``workloadpolicy.select_policy``).
+    WorkloadPolicy already resolved for the template (see ``workloadpolicy.select_policy``);
+    ``workload_policy_used`` is what the policy's other workloads already run per topology value (their
+    share of its counts, from ``workloadpolicy.QuotaLedger``).
+    ``service_class`` is the template's ``scheduling.federation.io/service-class`` ("" for none): it picks
+    the ``ServiceProfile`` the binding is filtered and scored with.
     """
 
     kind: str
@@ -89,6 +95,8 @@ class BindingInput:
     avoid: frozenset[str] = frozenset()
     observed_affinity: str = ""
     workload_policy: WorkloadPolicySpec | None = None
+    workload_policy_used: Mapping[str, int] = field(default_factory=dict)
+    service_class: str = ""
 
     @property
     def is_workload(self) -> bool:
@@ -102,45 +110,110 @@ class BindingInput:
 
 @dataclass(frozen=True, slots=True)
 class Headroom:
-    """Capacity kept free for one resource: the larger of ``percent`` of allocatable and ``floor``."""
+    """A fit rule for one resource: after the replicas' requests (each times ``request_factor``), keep the
+    hold free, hold = max(``percent`` of allocatable, ``floor``); ``strict`` keeps *more* than the hold.
+
+    ``percent=10, floor=250Gi`` is the database scheduler's disk rule, ``percent=10, strict`` its MySQL
+    memory rule, ``strict`` alone its CPU rule (``free > request``).
+    """
 
     percent: float = 0.0
     floor: int = 0
+    strict: bool = False
+    request_factor: int = 1
 
     def reserve(self, allocatable: int) -> int:
-        # Round the percentage up: headroom is a promise to keep at least this much free.
+        """The least amount that must stay free, as an integer: ``ceil(hold)`` for ``free - cost >= hold``,
+        ``floor(hold) + 1`` for ``free - cost > hold`` (quantities are integers, so both are exact)."""
         # Integer arithmetic in millionths of a percent-unit: a float product of a byte count can round
         # the reserve down; the percentage itself is kept to 4 decimals.
-        millionths = round(self.percent * 10_000)
-        return max(-(-allocatable * millionths // 1_000_000), self.floor)
+        share = allocatable * round(self.percent * 10_000)
+        if self.strict:
+            return max(share // 1_000_000, self.floor) + 1
+        return max(-(-share // 1_000_000), self.floor)
+
+    def cost(self, request: int) -> int:
+        """What one replica's ``request`` takes out of the free amount under this rule."""
+        return request * self.request_factor
 
 
+# Every score plugin (scores.score_clusters); a weight for any other name is refused.
+SCORE_PLUGINS = frozenset(
+    {"ClusterLocality", "LeastAllocated", "MostFreeMemory", "BalancedAllocation", "MoreFreeMemoryRatio"}
+)
 DEFAULT_SCORE_WEIGHTS: Mapping[str, int] = {
     "ClusterLocality": 1,
     "LeastAllocated": 0,
     "MostFreeMemory": 0,
     "BalancedAllocation": 0,
+    "MoreFreeMemoryRatio": 0,
 }
+# The name the explanation gives the top-level rules (the profile of workloads without a class).
+DEFAULT_PROFILE = "default"
+
+
+def check_score_weights(weights: Mapping[str, int]) -> None:
+    """ValueError naming the first unknown score plugin and listing the valid ones."""
+    for name in sorted(weights):
+        if name not in SCORE_PLUGINS:
+            valid = ", ".join(sorted(SCORE_PLUGINS))
+            raise ValueError(f"unknown score plugin {name!r}; valid: {valid}")
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceProfile:
+    """The fit rules and score weights of one service class (``EngineConfig.profiles``)."""
+
+    score_weights: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_SCORE_WEIGHTS))
+    headroom: Mapping[str, Headroom] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
 class EngineConfig:
-    """Knobs the lead builds from settings. Defaults reproduce Karmada (ResourceFit acts only with headroom).
+    """Knobs the lead builds from settings (``profiles.engine_config``).
 
+    ``score_weights`` and ``headroom`` are the default profile; ``profiles`` are the service classes'
+    (``profile_for``), and ``default_profile`` names the one that replaces the default. ``resource_fit``
+    (on by default) filters a cluster where one replica (every replica, for Duplicated) does not fit;
+    ``resource_fit=False`` without headroom reproduces Karmada, where ResourceFit acts only with headroom.
     ``disabled_plugins`` takes filter/score names (``TaintToleration``, ``ResourceFit``,
     ``LeastAllocated``...), like Karmada's ``--plugins=-Name``. ``api_enablements_unreported_pass`` lets
-    clusters that never reported
-    ``status.apiEnablements`` through the APIEnablement filter (Karmada: they fail).
+    clusters that never reported ``status.apiEnablements`` through the APIEnablement filter (Karmada: they
+    fail).
     """
 
     score_weights: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_SCORE_WEIGHTS))
     headroom: Mapping[str, Headroom] = field(default_factory=dict)
+    profiles: Mapping[str, ServiceProfile] = field(default_factory=dict)
+    default_profile: str = ""
+    resource_fit: bool = True
     disabled_plugins: frozenset[str] = frozenset()
     enable_empty_workload_propagation: bool = False
     api_enablements_unreported_pass: bool = False
 
+    def __post_init__(self) -> None:
+        check_score_weights(self.score_weights)
+        for name, profile in self.profiles.items():
+            try:
+                check_score_weights(profile.score_weights)
+            except ValueError as exc:
+                raise ValueError(f"profile {name!r}: {exc}") from exc
+        if self.default_profile and self.default_profile not in self.profiles:
+            defined = ", ".join(sorted(self.profiles)) or "none"
+            raise ValueError(f"default_profile {self.default_profile!r} names no profile; defined: {defined}")
+
     def enabled(self, plugin: str) -> bool:
         return plugin not in self.disabled_plugins
+
+    def profile_name(self, service_class: str) -> str:
+        """The profile a workload of ``service_class`` gets: its own, else the default one."""
+        if service_class in self.profiles:
+            return service_class
+        return self.default_profile or DEFAULT_PROFILE
+
+    def profile_for(self, service_class: str) -> ServiceProfile:
+        named = self.profiles.get(self.profile_name(service_class))
+        return named if named is not None else ServiceProfile(self.score_weights, self.headroom)
 
 
 @dataclass(frozen=True, slots=True)

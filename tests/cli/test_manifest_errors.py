@@ -194,6 +194,19 @@ OTHER_INPUTS: list[tuple[str, list[str], str]] = [
         "error: the database is not available: connection failed",
     ),
     ("client config not YAML", ["get", "pp"], "error: the client config {dir}/client.yaml cannot be read"),
+    (
+        "extender CA file missing",
+        [
+            "--config",
+            "{dir}/extenders.yaml",
+            "serve",
+            "--database-url",
+            "sqlite:///{dir}/f.db",
+            "--port",
+            "0",
+        ],
+        "bad settings: scheduler.extenders[0]",
+    ),
 ]
 
 
@@ -204,6 +217,9 @@ def test_other_bad_inputs_are_one_line_too(
     (tmp_path / "latin.yaml").write_bytes("a: caf\xe9\n".encode("latin-1"))
     (tmp_path / "broken.yaml").write_text("a: [\n")
     (tmp_path / "client.yaml").write_text("server: [\n")
+    extender = {"urlPrefix": "https://127.0.0.1:9/x", "filterVerb": "filter", "enableHTTPS": True}
+    extender["tlsConfig"] = {"caFile": str(tmp_path / "missing-ca.pem")}
+    (tmp_path / "extenders.yaml").write_text(yaml.safe_dump({"scheduler": {"extenders": [extender]}}))
     monkeypatch.setenv("FEDERATION_CLIENT_CONFIG", str(tmp_path / "client.yaml"))
     for name in ("FEDERATION_SERVER", "FEDERATION_TOKEN", "FEDERATION_CONFIG"):
         monkeypatch.delenv(name, raising=False)

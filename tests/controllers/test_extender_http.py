@@ -1,4 +1,5 @@
-"""The httpx extender adapter against a real HTTP extender server (http.server on 127.0.0.1, port 0)."""
+"""The httpx extender adapter on its default cluster-shaped wire against a real HTTP extender server
+(http.server on 127.0.0.1, port 0). kube-scheduler's own wire, TLS and settings: tests/extenders/."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from federation.controllers.extender_http import ExtenderConfig, HttpExtender, parse_timeout
+from federation.extenders import HttpExtender
 from federation.scheduling.engine import schedule
 from federation.scheduling.extender import ExtenderError
+from federation.settings_extenders import ExtenderSettings, duration_seconds
 from tests.scheduling.sched_factories import DYNAMIC, make_binding, pods_only
 
 REQUESTS: list[tuple[str, dict[str, Any]]] = []
@@ -73,7 +75,7 @@ def server() -> Iterator[str]:
 
 
 def extender(server: str, **entry: Any) -> HttpExtender:
-    return HttpExtender(ExtenderConfig.from_settings({"urlPrefix": server, **entry}))
+    return HttpExtender(ExtenderSettings.model_validate({"urlPrefix": server, **entry}))
 
 
 CLUSTERS = [pods_only("m1", 50), pods_only("m2", 50), pods_only("m3", 50)]
@@ -129,13 +131,15 @@ def test_timeout_fails_the_attempt_unless_ignorable(server: str) -> None:
 
 
 def test_unreachable_and_error_answers(server: str) -> None:
-    dead = HttpExtender(ExtenderConfig("http://127.0.0.1:9/nothing", filter_verb="filter", http_timeout=0.5))
+    dead = HttpExtender(
+        ExtenderSettings(urlPrefix="http://127.0.0.1:9/nothing", filterVerb="filter", httpTimeout=0.5)
+    )
     assert schedule(make_binding(1, DYNAMIC), CLUSTERS, extenders=[dead]).result == "SchedulerError"
     broken = extender(server, filterVerb="broken")
     with pytest.raises(ExtenderError, match="extender exploded"):
         broken.filter(make_binding(1), CLUSTERS)
     missing = extender(server, filterVerb="nope")
-    with pytest.raises(ExtenderError, match="404"):
+    with pytest.raises(ExtenderError, match=r"failed nope with extender at URL .*, code 404"):
         missing.filter(make_binding(1), CLUSTERS)
 
 
@@ -148,8 +152,8 @@ def test_managed_resources_limit_interest(server: str) -> None:
 
 
 def test_settings_parsing() -> None:
-    assert parse_timeout("500ms") == 0.5 and parse_timeout("2s") == 2.0 and parse_timeout(3) == 3.0
+    assert duration_seconds("500ms") == 0.5 and duration_seconds("2s") == 2.0 and duration_seconds(3) == 3.0
     with pytest.raises(ValueError, match="urlPrefix"):
-        ExtenderConfig.from_settings({})
+        ExtenderSettings.model_validate({})
     with pytest.raises(ValueError, match="httpTimeout"):
-        ExtenderConfig.from_settings({"urlPrefix": "http://x", "httpTimeout": "soon"})
+        ExtenderSettings.model_validate({"urlPrefix": "http://x", "httpTimeout": "soon"})
