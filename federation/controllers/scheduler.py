@@ -46,7 +46,7 @@ from sqlalchemy.orm import Session, selectinload
 
 from federation.controllers import budget_records, isolation
 from federation.controllers.runtime import Clock, Outcome
-from federation.model.workloadpolicy import WorkloadPolicy
+from federation.model.workloadpolicy import APPLIED_WORKLOAD_POLICY_ANNOTATION, WorkloadPolicy
 from federation.scheduling import engine, planner, snapshot
 from federation.scheduling.extender import Extender
 from federation.scheduling.extenders_run import extenders_bind
@@ -91,6 +91,7 @@ class Pending:
     binding: Manifest
     render: Callable[[Manifest], Manifest]
     result: ScheduleResult | None
+    workload_policy: str = ""  # the key of the WorkloadPolicy governing it ("" for none)
 
 
 @dataclass
@@ -174,7 +175,9 @@ class Scheduler:
         if suspended:
             with self.uow() as session:
                 claims.release(session, ResourceBindingRow, suspended, self.identity, done=True)
-        return len(claimed), self._write_all(pending)
+        written = self._write_all(pending)
+        self._requeue_quota_sharers(pending)
+        return len(claimed), written
 
     def _failed(self, item: claims.Claim, failed: isolation.Failed) -> None:
         """Back the binding off (its claim columns) and say why on it."""
@@ -199,7 +202,11 @@ class Scheduler:
         planner.record_quota(state.quota, binding, policy, result)
         now = self.clock.now()
         return Pending(
-            item, binding, lambda current: planner.apply_result(current, result, now, trigger, policy), result
+            item,
+            binding,
+            lambda current: planner.apply_result(current, result, now, trigger, policy),
+            result,
+            policy,
         )
 
     @staticmethod
@@ -223,6 +230,30 @@ class Scheduler:
             return _scheduler_error(binding, f"scheduling failed: {exc}")
         state.clusters = engine.assume(state.clusters, result, given.resource_request, given.previous)
         return result
+
+    def _requeue_quota_sharers(self, pending: Sequence[Pending]) -> None:
+        """A decision that took replicas off a cluster freed quota of its WorkloadPolicy: queue the other
+        workloads under that policy, so one its counts left short takes it (``WorkloadPolicyQuotaShort``).
+        Nothing to do, and no query, when no decision freed any."""
+        freeing = [
+            p
+            for p in pending
+            if p.workload_policy and p.result is not None and planner.frees_quota(p.binding, p.result)
+        ]
+        if not freeing:
+            return
+        # A short one decided earlier in this batch is queued too: it saw the quota still held.
+        freed = {(str(p.binding["metadata"].get("namespace") or ""), p.workload_policy) for p in freeing}
+        decided = [p.item.id for p in freeing]
+        with self.uow() as session:
+            ids: set[int] = set()
+            for namespace, key in sorted(freed):
+                ids.update(
+                    requeue.bindings_under_workload_policy(
+                        session, namespace, key, APPLIED_WORKLOAD_POLICY_ANNOTATION, exclude=decided
+                    )
+                )
+            claims.mark_dirty(session, ResourceBindingRow, sorted(ids))
 
     # -- writes ---------------------------------------------------------------------------------------
 

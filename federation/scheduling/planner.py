@@ -199,7 +199,8 @@ def scheduling_trigger(
     """Karmada's reason to schedule now (``triggers.needs_scheduling``), None to only sync the generation.
 
     Beyond Karmada: when ``workload_policy`` (the key of the WorkloadPolicy that governs the binding now)
-    differs from the one its last schedule applied, the policy changed: schedule again.
+    differs from the one its last schedule applied, the policy changed: schedule again; and while its
+    counts leave replicas unplaced, every time the binding is queued (``WorkloadPolicyQuotaShort``).
     """
     spec, status = _spec(binding), _status(binding)
     recorded = applied_workload_policy(binding)
@@ -207,6 +208,10 @@ def scheduling_trigger(
         return "WorkloadPolicyChanged"
     if workload_policy and recorded is None and status.get("lastScheduledTime"):
         return "WorkloadPolicyChanged"
+    if workload_policy and unplaced_replicas(binding) > 0:
+        # Beyond Karmada: replicas a WorkloadPolicy's counts left unplaced wait for quota; a binding
+        # queued again (another workload freed some) is scheduled, as kube-scheduler retries a Pending pod.
+        return "WorkloadPolicyQuotaShort"
     return triggers.needs_scheduling(
         placement=placement_of(binding),
         applied_placement=applied_placement(binding),
@@ -218,6 +223,24 @@ def scheduling_trigger(
         last_scheduled_time=parse_time(status.get("lastScheduledTime")),
         gone_clusters=gone_clusters,
     )
+
+
+def unplaced_replicas(binding: Manifest) -> int:
+    """Replicas the binding's last schedule could not place (its stored explanation's summary)."""
+    explanation = _status(binding).get(EXPLANATION_KEY)
+    if not isinstance(explanation, Mapping):
+        return 0
+    unplaced = explanation.get("unplaced")
+    return unplaced if isinstance(unplaced, int) and not isinstance(unplaced, bool) else 0
+
+
+def frees_quota(binding: Manifest, result: ScheduleResult) -> bool:
+    """Whether writing ``result`` takes replicas off a cluster the binding ran on: quota it held under
+    its WorkloadPolicy becomes free for the workloads sharing it."""
+    if not result.writes_clusters:
+        return False
+    placed = {t.name: t.replicas for t in result.clusters}
+    return any(placed.get(name, 0) < count for name, count in previous_clusters(binding).items())
 
 
 def gone_clusters(binding: Manifest, clusters: Sequence[ClusterSnapshot]) -> set[str]:

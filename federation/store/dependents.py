@@ -10,15 +10,22 @@ Invariants (Kubernetes garbage collection and Karmada's detector, done in SQL):
 - Deleting a Cluster queues every binding that targets it for rescheduling (Karmada's trigger "a target
   cluster was deleted").
 - Deleting a Kosmos WorkloadPolicy queues the bindings of its namespace (as writing one does).
-Each is one statement, whatever the number of dependents.
+- Deleting a binding that held counts of a WorkloadPolicy (directly, or with its template) queues the
+  bindings under that policy in its namespace: one short of quota may take what it held.
+Each is one statement, whatever the number of dependents (plus one query and one statement per
+WorkloadPolicy whose counts a deleted binding held).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
-from federation.store import claims, derive
+from federation.model.workloadpolicy import APPLIED_WORKLOAD_POLICY_ANNOTATION
+from federation.store import claims, derive, requeue
 from federation.store.tables import (
     BindingTargetClusterRow,
     ClusterPropagationPolicyRow,
@@ -41,11 +48,34 @@ def before_delete(session: Session, row: ObjectMixin) -> None:
         _queue_bindings_on_cluster(session, row.name)
     elif isinstance(row, WorkloadPolicyRow):
         derive.queue_bindings_in_namespace(session, row.namespace)
+    elif isinstance(row, ResourceBindingRow):
+        _free_workload_policy_quota(session, [(row.namespace, row.annotations or {})])
 
 
 def _delete_bindings_of_template(session: Session, template_uid: str) -> None:
     bindings = table_of(ResourceBindingRow)
+    doomed = select(bindings.c.namespace, bindings.c.annotations).where(
+        bindings.c.template_uid == template_uid
+    )
+    _free_workload_policy_quota(
+        session, [(ns, annotations or {}) for ns, annotations in session.execute(doomed)]
+    )
     session.execute(delete(bindings).where(bindings.c.template_uid == template_uid))
+
+
+def _free_workload_policy_quota(session: Session, deleted: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+    """Deleted bindings held counts of a WorkloadPolicy: queue the workloads sharing that policy, so one
+    its counts left short takes them (the scheduler's ``WorkloadPolicyQuotaShort`` trigger)."""
+    sharing = {
+        (ns, str(a[APPLIED_WORKLOAD_POLICY_ANNOTATION]))
+        for ns, a in deleted
+        if a.get(APPLIED_WORKLOAD_POLICY_ANNOTATION)
+    }
+    for namespace, key in sorted(sharing):
+        ids = requeue.bindings_under_workload_policy(
+            session, namespace, key, APPLIED_WORKLOAD_POLICY_ANNOTATION
+        )
+        claims.mark_dirty(session, ResourceBindingRow, ids)
 
 
 def _queue_claimed_templates(session: Session, key: str) -> None:

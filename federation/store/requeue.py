@@ -53,3 +53,18 @@ def sensitive_bindings(session: Session) -> list[SensitiveBinding]:
         SensitiveBinding(row_id, dict((spec or {}).get("placement") or {}))
         for row_id, spec in session.execute(statement)
     ]
+
+
+def bindings_under_workload_policy(
+    session: Session, namespace: str, policy_key: str, annotation: str, exclude: Sequence[int] = ()
+) -> list[int]:
+    """Row ids of the ResourceBindings of ``namespace`` whose last schedule applied the WorkloadPolicy
+    ``policy_key`` (recorded in ``annotation``): the workloads sharing its counts. One query."""
+    statement = select(ResourceBindingRow.id).where(
+        ResourceBindingRow.namespace == namespace,
+        ResourceBindingRow.kind == "ResourceBinding",
+        ResourceBindingRow.annotations[annotation].as_string() == policy_key,
+    )
+    if exclude:
+        statement = statement.where(ResourceBindingRow.id.not_in(list(exclude)))
+    return [int(i) for i in session.scalars(statement)]

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from federation.store.repository import ObjectRepository
 from tests.controllers.test_scheduler import DYNAMIC, Harness, deployment, policy
 
 
@@ -149,3 +150,49 @@ def test_the_kosmos_article_deployment_gets_its_policy(harness: Harness) -> None
     harness.run()
     assert harness.placement("floater-deployment") == {"member1": 1, "member2": 3}
     assert "4/6 replicas placed, 2 unplaced" in harness.condition("floater-deployment")["message"]
+
+
+def test_quota_freed_by_one_workload_goes_to_the_one_left_short(harness: Harness) -> None:
+    """Kosmos' pods beyond a quota stay Pending and are scheduled once the quota frees up; here the
+    binding the counts left short is queued again when another workload under the policy gives replicas
+    back, and takes them (trigger ``WorkloadPolicyQuotaShort``)."""
+    harness.create(shared_policy())
+    harness.create(policy("web", {"replicaScheduling": DYNAMIC}))
+    harness.create(team("a", 4))
+    harness.run()
+    assert harness.placement("a-deployment") == {"member1": 1, "member2": 3}
+    harness.create(team("b", 2))
+    harness.run()
+    assert harness.placement("b-deployment") == {}  # every count is held by a
+    decisions = len(harness.decisions("b-deployment"))
+    harness.run()  # nothing freed: b is not scheduled again
+    assert len(harness.decisions("b-deployment")) == decisions
+
+    harness.replace(team("a", 2))  # a gives two replicas back
+    harness.run()  # a's decision frees quota and queues b
+    harness.run()  # b takes what a freed
+    assert sum(harness.placement("a-deployment").values()) == 2
+    assert sum(harness.placement("b-deployment").values()) == 2
+    assert harness.binding("b-deployment")["status"]["schedulingExplanation"]["trigger"] == (
+        "WorkloadPolicyQuotaShort"
+    )
+    totals = {"edge": 0, "core": 0}
+    tier = {"member1": "edge", "member2": "core"}
+    for name in ("a", "b"):
+        for cluster, count in harness.placement(f"{name}-deployment").items():
+            totals[tier[cluster]] += count
+    assert totals == {"edge": 1, "core": 3}
+
+
+def test_quota_of_a_deleted_workload_goes_to_the_one_left_short(harness: Harness) -> None:
+    harness.create(shared_policy())
+    harness.create(policy("web", {"replicaScheduling": DYNAMIC}))
+    harness.create(team("a", 4))
+    harness.run()
+    harness.create(team("b", 2))
+    harness.run()
+    assert harness.placement("b-deployment") == {}
+    with harness.uow() as session:  # the template goes, and its binding with it
+        ObjectRepository(session, "Deployment", "apps/v1").delete("default", "a")
+    harness.run()
+    assert sum(harness.placement("b-deployment").values()) == 2
