@@ -63,15 +63,23 @@ def members() -> Iterator[dict[str, RunningSimulator]]:
 
 
 def binding(http: httpx.Client, name: str) -> dict[str, Any]:
-    return http.get(f"{BINDINGS}/{name}-deployment").json()
+    """The binding, or {} while the detector has not made it yet (a poll may come first: 404)."""
+    answer = http.get(f"{BINDINGS}/{name}-deployment")
+    if answer.status_code == 404:
+        return {}
+    answer.raise_for_status()
+    found: dict[str, Any] = answer.json()
+    return found
 
 
 def placement(http: httpx.Client, name: str) -> dict[str, int]:
-    return {c["name"]: c.get("replicas", 0) for c in binding(http, name)["spec"].get("clusters") or []}
+    clusters = (binding(http, name).get("spec") or {}).get("clusters") or []
+    return {c["name"]: c.get("replicas", 0) for c in clusters}
 
 
 def tasks(http: httpx.Client, name: str) -> list[str]:
-    return [t["fromCluster"] for t in binding(http, name)["spec"].get("gracefulEvictionTasks") or []]
+    found = (binding(http, name).get("spec") or {}).get("gracefulEvictionTasks") or []
+    return [t["fromCluster"] for t in found]
 
 
 def test_a_stopped_member_fails_over_to_the_survivor(
