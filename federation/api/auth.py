@@ -4,9 +4,10 @@ Roles:
 - admin: everything.
 - viewer: reads only (GET), like a read-only ClusterRole without `secrets`: reading or listing Secrets is
   403, as is any write.
-- agent: bound to one cluster C. It may read its Cluster object and write its status, read and list the
-  Works in its execution namespace `karmada-es-C`, write those Works' status, and read and renew C's
-  Lease in `karmada-cluster` (Karmada's agent's lease; a Lease named C anywhere else is not its own).
+- agent: bound to one cluster C. It may read its Cluster object and write (PUT or PATCH) its status,
+  read and list the Works in its execution namespace `karmada-es-C`, write those Works' status, and read
+  and renew C's Lease in `karmada-cluster` (Karmada's agent's lease; a Lease named C anywhere else is not
+  its own).
   Anything else, in particular anything about another cluster, is 403.
 
 Authentication (who is calling) is the caller's: an unknown, expired or revoked token never gets here.
@@ -22,6 +23,7 @@ from federation.api.status import StatusError, forbidden
 EXECUTION_NAMESPACE_PREFIX = "karmada-es-"
 LEASE_NAMESPACE = "karmada-cluster"
 READ_METHODS = frozenset({"GET", "HEAD"})
+STATUS_WRITES = frozenset({"PUT", "PATCH"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,11 +53,11 @@ def _agent_may(cluster: str, method: str, target: ObjectPath | None) -> bool:
         if target.name != cluster:
             return False
         # It reports its member's version and resource summary, like Karmada's agent; the spec is the admin's.
-        return method in READ_METHODS or (method == "PUT" and target.subresource == "status")
+        return method in READ_METHODS or (method in STATUS_WRITES and target.subresource == "status")
     if target.group == "work.karmada.io" and target.plural == "works":
         if target.namespace != f"{EXECUTION_NAMESPACE_PREFIX}{cluster}":
             return False
-        return method in READ_METHODS or (method == "PUT" and target.subresource == "status")
+        return method in READ_METHODS or (method in STATUS_WRITES and target.subresource == "status")
     if target.group == "coordination.k8s.io" and target.plural == "leases":
         own = target.namespace == LEASE_NAMESPACE and target.name == cluster
         return own and method in (READ_METHODS | {"PUT"})

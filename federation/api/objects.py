@@ -8,6 +8,11 @@ Invariants:
 - A ``resourceVersion`` a client sends (body or query) is the decimal number a read returned, or a 400.
 - Users never write `status` through the main resource: it is dropped on create and preserved on
   replace. `PUT .../{name}/status` writes status only (admins and cluster agents).
+- A body without `apiVersion`/`kind` takes them from the URL (as kube-apiserver defaults them); a body that
+  names another kind than the URL serves is a 400.
+- A create or replace by a named field manager records it in `metadata.managedFields` (operation Update,
+  the fields it changed), as kube-apiserver does, so a later server-side apply knows who owns what; the
+  managedFields a body carries are not taken (`patch` computes an apply's own).
 - Every write is one unit of work; a controller is notified only after the commit.
 - Secrets a kind carries (member credentials) never appear in an answer.
 - An alias path (``kinds.by_alias_path``) serves its registered kind; an alias manifest (a WorkloadRebalancer
@@ -25,11 +30,12 @@ from typing import Any
 from federation.api import crds
 from federation.api.paths import ObjectPath
 from federation.api.status import StatusError, bad_request, conflict, invalid, not_found, success
-from federation.model import kinds, labels
+from federation.model import kinds, labels, patching
 from federation.model.kinds import KindInfo
 from federation.model.rebalancer import canonical_form
 from federation.model.validation import validate_object
 from federation.store.errors import AlreadyExists, Conflict, NotFound
+from federation.store.manifest import format_timestamp
 from federation.store.repository import ObjectRepository
 
 Body = dict[str, Any]
@@ -42,6 +48,7 @@ class Request:
     path: ObjectPath
     info: KindInfo
     body: Body | None = None
+    manager: str | None = None  # the field manager to record; None: keep the body's managedFields
 
 
 def resolve_kind(session: Any, path: ObjectPath) -> KindInfo:
@@ -116,7 +123,7 @@ def checked_body(req: Request, *, for_name: str | None) -> Body:
     body = req.body
     if not isinstance(body, dict):
         raise bad_request("the request body must be a JSON object")
-    converted = canonical_form(copy.deepcopy(body))
+    converted = canonical_form(_identity_defaulted(req, body))
     body = converted.manifest
     _check_identity(req, body, for_name)
     resource_version(body["metadata"].get("resourceVersion"), "metadata.resourceVersion")
@@ -132,6 +139,22 @@ def checked_body(req: Request, *, for_name: str | None) -> Body:
 def write_warnings(req: Request) -> tuple[str, ...]:
     """What a create or replace converted from an alias form (the answer's ``Warning`` headers)."""
     return canonical_form(req.body).warnings if isinstance(req.body, dict) else ()
+
+
+def identified(req: Request, body: Body, for_name: str | None) -> Body:
+    """A copy of ``body`` in canonical form, apiVersion and kind defaulted from the URL, its kind, namespace
+    and name checked against the URL (400 otherwise). What every write checks before anything else."""
+    out = canonical_form(_identity_defaulted(req, body)).manifest
+    _check_identity(req, out, for_name)
+    return out
+
+
+def _identity_defaulted(req: Request, body: Body) -> Body:
+    """A copy of ``body`` with a missing (or empty) apiVersion and kind taken from the URL."""
+    out = copy.deepcopy(body)
+    out["apiVersion"] = out.get("apiVersion") or req.path.api_version
+    out["kind"] = out.get("kind") or req.info.kind
+    return out
 
 
 def _check_identity(req: Request, body: Body, for_name: str | None) -> None:
@@ -163,6 +186,7 @@ def create_object(session: Any, req: Request) -> Body:
     body.pop("status", None)
     meta = body["metadata"]
     meta.pop("resourceVersion", None)
+    _record_manager(session, req, None, body)
     try:
         return repository(session, req.info).create(body)
     except AlreadyExists as exc:
@@ -181,13 +205,26 @@ def replace_object(session: Any, req: Request) -> tuple[Body, bool]:
     body = checked_body(req, for_name=name)
     body.pop("status", None)
     repo = repository(session, req.info)
-    if repo.get(req.path.namespace, name) is None:
+    old = repo.get(req.path.namespace, name)
+    _record_manager(session, req, old, body)
+    if old is None:
         body["metadata"].pop("resourceVersion", None)
         return repo.create(body), True
     try:
         return repo.replace(body), False
     except Conflict as exc:
         raise _conflict(req, name) from exc
+
+
+def _record_manager(session: Any, req: Request, old: Body | None, body: Body) -> None:
+    if req.manager is None:
+        return
+    now = format_timestamp(repository(session, req.info).clock())
+    managed = patching.record_update(old, body, req.manager, kinds.is_builtin_kind(req.info), now)
+    if managed:
+        body["metadata"]["managedFields"] = managed
+    else:
+        body["metadata"].pop("managedFields", None)
 
 
 def replace_status(session: Any, req: Request) -> Body:

@@ -2,8 +2,8 @@
 
     /api                                     APIVersions
     /api/v1                                  APIResourceList of the core group
-    /api/v1/{plural}[/{name}[/status]]       cluster-scoped object, or a namespaced kind across namespaces
-    /api/v1/namespaces/{ns}/{plural}[/{name}[/status]]
+    /api/v1/{plural}[/{name}[/status|/scale]]  cluster-scoped object, or a namespaced kind across namespaces
+    /api/v1/namespaces/{ns}/{plural}[/{name}[/status|/scale]]
     /apis                                    APIGroupList
     /apis/{group}/{version}                  APIResourceList
     /apis/{group}/{version}/...              as under /api/v1
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SUBRESOURCES = frozenset({"status"})
+SUBRESOURCES = frozenset({"status", "scale"})
 
 
 @dataclass(frozen=True, slots=True)

@@ -231,6 +231,14 @@ def is_builtin_kind(info: KindInfo) -> bool:
     return (info.group, info.version, info.kind) in _BUILTIN_GVK
 
 
+_SCALABLE = frozenset({("apps", "Deployment"), ("apps", "StatefulSet"), ("apps", "ReplicaSet")})
+
+
+def has_scale(info: KindInfo) -> bool:
+    """A kind with a ``scale`` subresource (autoscaling/v1 Scale), as kube-apiserver serves it."""
+    return (info.group, info.kind) in _SCALABLE
+
+
 def is_karmada_kind(info: KindInfo) -> bool:
     return info.group in KARMADA_GROUPS
 

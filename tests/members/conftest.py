@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from federation.members.sim import RunningSimulator
+from federation.sim import RunningSimulator
 
 
 @pytest.fixture

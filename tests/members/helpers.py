@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from federation.members.sim import SimulatorConfig
+from federation.sim import SimulatorConfig
 
 T = TypeVar("T")
 

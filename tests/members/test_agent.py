@@ -11,7 +11,7 @@ import pytest
 
 from federation.members.agent import Agent
 from federation.members.agent_status import HASH_ANNOTATION, MANAGED_LABEL
-from federation.members.sim import RunningSimulator
+from federation.sim import RunningSimulator
 from tests.members.helpers import wait_for
 from tests.members.test_agent_support import (
     ApiServer,

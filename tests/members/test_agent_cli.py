@@ -13,7 +13,7 @@ from click.testing import CliRunner, Result
 from federation.cli import cmd_agent
 from federation.cli.main import cli
 from federation.members.agent import Agent
-from federation.members.sim import RunningSimulator
+from federation.sim import RunningSimulator
 from tests.members.test_agent_support import (
     ApiServer,
     deployment_manifest,
@@ -28,7 +28,7 @@ from tests.members.test_agent_support import (
 def api(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ApiServer]:
     for name in ("FEDERATION_SERVER", "FEDERATION_TOKEN", "FEDERATION_CONFIG"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("FEDERATION_CLIENT_CONFIG", str(tmp_path / "none.yaml"))
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "none.yaml"))
     running = start_api_server(tmp_path)
     try:
         running.join_pull("edge1")
@@ -45,8 +45,10 @@ def kubeconfig(sim: RunningSimulator, tmp_path: Path) -> str:
 
 
 def run_agent(api: ApiServer, token: str, cluster: str, kubeconfig: str) -> Result:
-    args = ["--server", api.url, "--token", token, "agent", "--cluster", cluster, "--kubeconfig", kubeconfig]
-    return CliRunner().invoke(cli, args)
+    """The federation's kubeconfig (its HTTPS server and CA) with the agent's token over its admin one;
+    the agent's own --kubeconfig is the member's."""
+    federation = ["--kubeconfig", str(api.process.kubeconfig_file), "--token", token]
+    return CliRunner().invoke(cli, [*federation, "agent", "--cluster", cluster, "--kubeconfig", kubeconfig])
 
 
 def test_the_agent_command_syncs_the_clusters_works(

@@ -9,10 +9,11 @@ from typing import Any
 
 import httpx
 
+from federation.apiclient import tls_verify
 from federation.cli import server
 from federation.members.agent import Agent, AgentConfig
-from federation.members.sim import RunningSimulator
 from federation.settings import load_settings
+from federation.sim import RunningSimulator
 from federation.store.tokens import TokenRepository
 
 WORKS = "/apis/work.karmada.io/v1alpha1/namespaces/karmada-es-{cluster}/works"
@@ -26,9 +27,14 @@ class ApiServer:
     def url(self) -> str:
         return self.process.url
 
+    @property
+    def ca_pem(self) -> bytes | None:
+        """The CA of the server's HTTPS certificate (what its kubeconfig carries)."""
+        return self.process.tls.ca_pem if self.process.tls else None
+
     def client(self, token: str | None = None) -> httpx.Client:
         headers = {"Authorization": f"Bearer {token or self.process.admin_token}"}
-        return httpx.Client(base_url=self.url, headers=headers, timeout=30)
+        return httpx.Client(base_url=self.url, headers=headers, timeout=30, verify=tls_verify(self.ca_pem))
 
     def token(self, role: str, cluster: str | None = None) -> str:
         assert self.process.api_context is not None
@@ -45,7 +51,7 @@ class ApiServer:
 
 def start_api_server(tmp_path: Path) -> ApiServer:
     settings = load_settings(data_dir=str(tmp_path / "data"), api={"port": 0})
-    process = server.build(settings, tmp_path / "client.yaml", run_controllers=False)
+    process = server.build(settings, run_controllers=False)
     process.start_in_thread()
     return ApiServer(process)
 
@@ -101,7 +107,14 @@ def delete_work(api: ApiServer, cluster: str, name: str) -> None:
 
 
 def make_agent(api: ApiServer, sim: RunningSimulator, cluster: str, token: str, **overrides: Any) -> Agent:
-    config = AgentConfig(cluster=cluster, server=api.url, token=token, kubeconfig=sim.kubeconfig, **overrides)
+    config = AgentConfig(
+        cluster=cluster,
+        server=api.url,
+        token=token,
+        kubeconfig=sim.kubeconfig,
+        ca_pem=api.ca_pem,
+        **overrides,
+    )
     return Agent(config)
 
 

@@ -136,7 +136,7 @@ def test_everything_else_is_forbidden(
 
 
 def test_the_agent_client_pointed_at_another_cluster_gets_403(api: ApiServer, token: str) -> None:
-    client = AgentApi(api.url, token, OTHER)
+    client = AgentApi(api.url, token, OTHER, ca_pem=api.ca_pem)
     try:
         for call in (client.works, client.get_cluster, lambda: client.renew_lease("me", 40)):
             with pytest.raises(AgentApiError) as caught:
@@ -172,7 +172,7 @@ def test_a_bad_lease_body_is_a_400_naming_the_problem(api: ApiServer, body: obje
 
 
 def test_renewals_keep_the_holder_and_count_transitions(api: ApiServer, token: str) -> None:
-    client = AgentApi(api.url, token, OWN)
+    client = AgentApi(api.url, token, OWN, ca_pem=api.ca_pem)
     try:
         first = client.renew_lease("agent-a", 40)["spec"]
         again = client.renew_lease("agent-a", 40)["spec"]

@@ -8,7 +8,7 @@ from typing import Any
 
 from federation.members.errors import MemberError
 from federation.members.pool import MemberClientPool, run_concurrently
-from federation.members.sim import RunningSimulator
+from federation.sim import RunningSimulator
 
 
 class FakeClient:

@@ -123,7 +123,8 @@ def from_fields_v1(tree: dict[str, Any], prefix: Path = ()) -> set[Path]:
         if part == ".":
             out.add(prefix)
         else:
-            out |= from_fields_v1(child or {}, (*prefix, part))
+            # A stored entry is read, never trusted: anything but a map below a field is a leaf.
+            out |= from_fields_v1(child if isinstance(child, dict) else {}, (*prefix, part))
     return out
 
 
@@ -132,7 +133,12 @@ def _child(value: Any, part: str) -> tuple[bool, Any]:
         name = part[2:]
         return (name in value, value.get(name))
     if part.startswith("k:") and isinstance(value, list):
-        want = json.loads(part[2:])
+        try:
+            want = json.loads(part[2:])
+        except ValueError:
+            return False, None
+        if not isinstance(want, dict):
+            return False, None
         for item in value:
             if isinstance(item, dict) and all(item.get(k) == v for k, v in want.items()):
                 return True, item

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from federation.members.sim import RunningSimulator, write_kubeconfig
+from federation.members.kubeconfig import write_kubeconfig
+from federation.sim import RunningSimulator
 from tests.members.helpers import deployment, wait_for
 
 pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")

@@ -12,11 +12,12 @@ import copy
 import re
 from typing import Any
 
-from federation.members.sim import errors
-from federation.members.sim.kinds import Registry, ResourceType
-from federation.members.sim.runtime import is_workload
-from federation.members.sim.selectors import match_labels
-from federation.model.labels import is_path_segment_name
+from pydantic import ValidationError
+
+from federation.model.labels import LabelSelector, is_path_segment_name
+from federation.sim import errors
+from federation.sim.kinds import Registry, ResourceType
+from federation.sim.runtime import is_workload
 
 _NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 RBAC_GROUP = "rbac.authorization.k8s.io"
@@ -67,7 +68,7 @@ def check_workload(rtype: ResourceType, obj: dict[str, Any]) -> None:
     if not selector:
         raise errors.invalid(rtype.kind, rtype.group, name, "spec.selector", "Required value")
     labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
-    if not match_labels(selector, labels):
+    if not _selects(rtype, name, selector, labels):
         raise errors.invalid(
             rtype.kind,
             rtype.group,
@@ -80,6 +81,14 @@ def check_workload(rtype: ResourceType, obj: dict[str, Any]) -> None:
         raise errors.invalid(
             rtype.kind, rtype.group, name, "spec.replicas", "must be greater than or equal to 0"
         )
+
+
+def _selects(rtype: ResourceType, name: str, selector: Any, labels: dict[str, Any]) -> bool:
+    try:
+        return LabelSelector.model_validate(selector).matches(labels)
+    except ValidationError as exc:
+        problem = "; ".join(e["msg"] for e in exc.errors())
+        raise errors.invalid(rtype.kind, rtype.group, name, "spec.selector", problem) from exc
 
 
 def scale_of(workload: dict[str, Any]) -> dict[str, Any]:

@@ -21,7 +21,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from federation.members.sim.pods import is_ready
+from federation.sim.pods import is_ready
 
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "ReplicaSet")
 _SAFE = "bcdfghjklmnpqrstvwxz2456789"

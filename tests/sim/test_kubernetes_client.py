@@ -11,7 +11,7 @@ from kubernetes import dynamic
 from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic.exceptions import ConflictError, NotFoundError, UnprocessibleEntityError
 
-from federation.members.sim import RunningSimulator
+from federation.sim import RunningSimulator
 from tests.members.helpers import deployment, wait_for
 
 
@@ -211,3 +211,15 @@ def test_unknown_kinds_are_stored_as_is(sim: RunningSimulator) -> None:
     widgets.server_side_apply(body=widget, namespace="default", field_manager="federation")
     got = widgets.get(name="w", namespace="default")
     assert got.spec.size == 3 and got.status.phase == "Done"
+    with pytest.raises(ApiException) as exc:  # custom resources take no strategic merge patch
+        widgets.patch(
+            name="w",
+            namespace="default",
+            body={"spec": {"size": 4}},
+            content_type="application/strategic-merge-patch+json",
+        )
+    assert exc.value.status == 415
+    merged = widgets.patch(
+        name="w", namespace="default", body={"spec": {"size": 4}}, content_type="application/merge-patch+json"
+    )
+    assert merged.spec.size == 4

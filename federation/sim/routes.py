@@ -19,12 +19,13 @@ import yaml
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from federation.members.sim import errors
-from federation.members.sim.cluster import APPLY, SimCluster
-from federation.members.sim.kinds import ResourceType
-from federation.members.sim.selectors import field_selector, label_selector
-from federation.members.sim.tables import table_for, wants_table
-from federation.members.sim.watch import watch_stream
+from federation.model.patching import APPLY
+from federation.sim import errors
+from federation.sim.cluster import SimCluster
+from federation.sim.kinds import ResourceType
+from federation.sim.selectors import field_selector, label_selector
+from federation.sim.tables import table_for, wants_table
+from federation.sim.watch import watch_stream
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,9 +4,8 @@ Public API: ``SimulatorConfig``, ``run_simulator_in_thread(config) -> RunningSim
 kubeconfig, ``set_faults``, ``state``, ``stop``), ``Simulator`` (foreground serving) and ``make_kubeconfig``.
 """
 
-from federation.members.kubeconfig import write_kubeconfig  # mode 0600: it holds a bearer token
-from federation.members.sim.config import SimulatorConfig
-from federation.members.sim.server import (
+from federation.sim.config import SimulatorConfig
+from federation.sim.server import (
     RunningSimulator,
     Simulator,
     make_kubeconfig,
@@ -19,5 +18,4 @@ __all__ = [
     "SimulatorConfig",
     "make_kubeconfig",
     "run_simulator_in_thread",
-    "write_kubeconfig",
 ]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from federation.members.sim.config import SimulatorConfig
+from federation.sim.config import SimulatorConfig
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 GPU_RESOURCE = "nvidia.com/gpu"

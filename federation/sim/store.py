@@ -14,7 +14,7 @@ import copy
 import threading
 from typing import Any
 
-from federation.members.sim.kinds import ResourceType
+from federation.sim.kinds import ResourceType
 
 ObjKey = tuple[str, str]
 

@@ -7,6 +7,8 @@ Invariants:
   changed, so applying the same manifest twice is a no-op.
 - A ``resourceVersion`` in a PUT body (or one left in a patched object) that is not the stored one is a
   409 Conflict. Namespaced writes into a missing namespace are 404, as on a real server.
+- Patches follow ``federation.model.patching`` (shared with the federation API); custom resources (groups
+  outside ``patching.BUILTIN_GROUPS``) have atomic lists and answer 415 to a strategic merge patch.
 - Pods and workloads have server-owned status: status sent on the main resource is ignored; other kinds
   keep the status they were created with and change it only through the ``status`` subresource.
 """
@@ -18,24 +20,25 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from federation.members.sim import errors
-from federation.members.sim.config import Faults, SimulatorConfig
-from federation.members.sim.kinds import Registry, ResourceType
-from federation.members.sim.managed import record_update, server_side_apply
-from federation.members.sim.nodes import seed_objects
-from federation.members.sim.patching import json_patch, merge_patch, strategic_merge_patch
-from federation.members.sim.pods import rfc3339
-from federation.members.sim.runtime import Runtime, is_workload
-from federation.members.sim.selectors import Predicate
-from federation.members.sim.store import ObjectStore
-from federation.members.sim.validation import check_body, check_workload, register_crd, scale_of
+from federation.model import patching
+from federation.model.patching import (
+    APPLY,
+    ApplyConflict,
+    PatchError,
+    record_update,
+    server_side_apply,
+)
+from federation.sim import errors
+from federation.sim.config import Faults, SimulatorConfig
+from federation.sim.kinds import Registry, ResourceType
+from federation.sim.nodes import seed_objects
+from federation.sim.pods import rfc3339
+from federation.sim.runtime import Runtime, is_workload
+from federation.sim.selectors import Predicate
+from federation.sim.store import ObjectStore
+from federation.sim.validation import check_body, check_workload, register_crd, scale_of
 
 _SERVER_STATUS = ("Pod", "Deployment", "StatefulSet", "ReplicaSet")
-
-MERGE = "application/merge-patch+json"
-STRATEGIC = "application/strategic-merge-patch+json"
-JSON_PATCH = "application/json-patch+json"
-APPLY = "application/apply-patch+yaml"
 
 
 class SimCluster:
@@ -141,7 +144,10 @@ class SimCluster:
         config = check_body(rtype, body, name)
         if rtype.namespaced:
             config["metadata"].setdefault("namespace", namespace)
-        merged = server_side_apply(old, config, manager, force, _keyed(rtype), _now(self))
+        try:
+            merged = server_side_apply(old, config, manager, force, _keyed(rtype), _now(self))
+        except ApplyConflict as exc:
+            raise errors.ApiError(409, "Conflict", exc.message, causes=exc.causes()) from exc
         obj = self._validated(rtype, namespace, merged, name)
         if old is None:
             return self._render(rtype, self._create(rtype, obj, None)), True
@@ -193,7 +199,7 @@ class SimCluster:
         with self.store.lock:
             old = self._existing(rtype, namespace, name)
             current = scale_of(self._render(rtype, copy.deepcopy(old)))
-            new = body if content_type == "" else _patched(current, content_type, body, False)
+            new = body if content_type == "" else _patched(current, content_type, body, True)
             replicas = ((new or {}).get("spec") or {}).get("replicas")
             if not isinstance(replicas, int) or replicas < 0:
                 raise errors.invalid("Scale", "autoscaling", name, "spec.replicas", "must be an integer >= 0")
@@ -327,7 +333,7 @@ def _same_apart_from_times(new: dict[str, Any], old: dict[str, Any]) -> bool:
 
 def _keyed(rtype: ResourceType) -> bool:
     """Built-in kinds merge keyed lists; custom kinds treat every list as atomic."""
-    return rtype.group in ("", "apps", "batch", "networking.k8s.io", "policy", "autoscaling")
+    return rtype.group in patching.BUILTIN_GROUPS
 
 
 def _content(obj: dict[str, Any]) -> dict[str, Any]:
@@ -335,10 +341,13 @@ def _content(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def _patched(old: dict[str, Any], content_type: str, body: Any, keyed: bool) -> Any:
-    if content_type == MERGE:
-        return merge_patch(old, body)
-    if content_type == STRATEGIC:
-        return strategic_merge_patch(old, body, keyed)
-    if content_type == JSON_PATCH:
-        return json_patch(old, body)
-    raise errors.unsupported_media(content_type)
+    if content_type not in patching.PATCH_TYPES or content_type == APPLY:
+        raise errors.unsupported_media(content_type)
+    if content_type == patching.STRATEGIC and not keyed:
+        raise errors.unsupported_media(
+            content_type
+        )  # kube-apiserver: custom resources take no strategic patch
+    try:
+        return patching.patched(old, content_type, body, keyed)
+    except PatchError as exc:
+        raise errors.ApiError(exc.code, exc.reason, exc.message) from exc

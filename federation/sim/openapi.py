@@ -16,7 +16,7 @@ import hashlib
 import json
 from typing import Any
 
-from federation.members.sim.kinds import Registry, ResourceType
+from federation.sim.kinds import Registry, ResourceType
 
 
 def _gv_path(group: str, version: str) -> str:

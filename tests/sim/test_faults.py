@@ -9,7 +9,7 @@ import pytest
 
 from federation.members.client import KubernetesMemberClient
 from federation.members.errors import MemberError
-from federation.members.sim import RunningSimulator
+from federation.sim import RunningSimulator
 from tests.members.helpers import deployment, wait_for
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from federation.members.sim.kinds import ALL_VERBS, Registry, ResourceType
+from federation.sim.kinds import ALL_VERBS, Registry, ResourceType
 
 
 def version_info(kubernetes_version: str) -> dict[str, str]:

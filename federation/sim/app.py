@@ -20,12 +20,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from federation.members.sim import discovery, errors, openapi
-from federation.members.sim.cluster import SimCluster
-from federation.members.sim.config import Faults
-from federation.members.sim.pods import is_ready, node_name
-from federation.members.sim.routes import handle
-from federation.members.sim.selectors import field_selector
+from federation.sim import discovery, errors, openapi
+from federation.sim.cluster import SimCluster
+from federation.sim.config import Faults
+from federation.sim.pods import is_ready, node_name
+from federation.sim.routes import handle
+from federation.sim.selectors import field_selector
 
 Handler = Callable[[Request], Awaitable[Response]]
 

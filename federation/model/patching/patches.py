@@ -6,7 +6,9 @@ Invariants:
 - Strategic merge patch is merge patch plus, for built-in kinds, lists merged by their merge key
   (``containers`` by ``name`` ...), ``$patch: delete|replace`` and the ``$setElementOrder``/``$retainKeys``/
   ``$deleteFromPrimitiveList`` directives that kubectl's client-side apply sends.
-- JSON patch follows RFC 6902; a failed ``test`` or a bad path raises ``ApiError`` 422/400.
+- JSON patch follows RFC 6902; a malformed operation raises ``PatchError`` (BadRequest), a path that does
+  not exist or a failed ``test`` raises ``PatchError`` with reason Invalid (kube-apiserver's 422).
+- Pure: no I/O; the server that serves the patch turns ``PatchError`` into its own Status.
 """
 
 from __future__ import annotations
@@ -14,8 +16,20 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from federation.members.sim.errors import ApiError, bad_request
-from federation.members.sim.fields import merge_key
+from federation.model.patching.fields import merge_key
+
+
+class PatchError(ValueError):
+    """A patch that cannot be applied; ``reason`` is Kubernetes' (BadRequest or Invalid)."""
+
+    def __init__(self, message: str, reason: str = "BadRequest") -> None:
+        super().__init__(message)
+        self.message = message
+        self.reason = reason
+
+    @property
+    def code(self) -> int:
+        return 422 if self.reason == "Invalid" else 400
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -41,16 +55,33 @@ def strategic_merge_patch(target: Any, patch: Any, keyed: bool) -> Any:
     for key, value in patch.items():
         if key.startswith("$deleteFromPrimitiveList/"):
             field = key.split("/", 1)[1]
-            out[field] = [v for v in out.get(field) or [] if v not in value]
+            remaining = _without(out.get(field), value, key)
+            if field in out:
+                out[field] = remaining
         elif key.startswith("$"):
-            continue  # ordering/retain directives change nothing we model
-        elif value is None:
+            continue  # $setElementOrder changes no content; $retainKeys is applied below
+        elif value is None or _is_delete(value):
             out.pop(key, None)
         elif isinstance(value, list):
             out[key] = _merge_list(key, out.get(key), value, keyed)
         else:
             out[key] = strategic_merge_patch(out.get(key), value, keyed)
-    return out
+    return _retained(out, patch.get("$retainKeys"))
+
+
+def _without(current: Any, doomed: Any, directive: str) -> list[Any]:
+    if not isinstance(doomed, list):
+        raise PatchError(f"{directive} must be a list of the values to delete")
+    return [v for v in current if v not in doomed] if isinstance(current, list) else []
+
+
+def _retained(out: dict[str, Any], keys: Any) -> dict[str, Any]:
+    """``$retainKeys`` (a union field's patch strategy): every key it does not list is cleared."""
+    if keys is None:
+        return out
+    if not isinstance(keys, list):
+        raise PatchError("$retainKeys must be a list of field names")
+    return {k: v for k, v in out.items() if k in keys}
 
 
 def _merge_list(field: str, current: Any, patch: list[Any], keyed: bool) -> list[Any]:
@@ -104,12 +135,20 @@ def _apply_list(field: str, current: Any, config: list[Any]) -> list[Any]:
 # --- RFC 6902 JSON patch -------------------------------------------------------------------------
 
 
-def _pointer(path: str) -> list[str]:
+def _pointer(path: Any) -> list[str]:
     if path == "":
         return []
-    if not path.startswith("/"):
-        raise bad_request(f"invalid JSON pointer {path!r}")
+    if not isinstance(path, str) or not path.startswith("/"):
+        raise PatchError(f"invalid JSON pointer {path!r}: it must be empty or start with '/'")
     return [p.replace("~1", "/").replace("~0", "~") for p in path[1:].split("/")]
+
+
+def _missing(parts: list[str]) -> PatchError:
+    return PatchError(
+        "the server rejected our request due to an error in our request: "
+        f"path /{'/'.join(parts)} does not exist",
+        "Invalid",
+    )
 
 
 def _resolve(doc: Any, parts: list[str]) -> Any:
@@ -120,12 +159,7 @@ def _resolve(doc: Any, parts: list[str]) -> Any:
         elif isinstance(current, list) and part.isdigit() and int(part) < len(current):
             current = current[int(part)]
         else:
-            raise ApiError(
-                422,
-                "Invalid",
-                f"the server rejected our request due to an error in our request: "
-                f"path /{'/'.join(parts)} does not exist",
-            )
+            raise _missing(parts)
     return current
 
 
@@ -134,19 +168,20 @@ def _add(doc: Any, parts: list[str], value: Any) -> Any:
         return value
     parent = _resolve(doc, parts[:-1])
     last = parts[-1]
-    if isinstance(parent, list):
-        index = len(parent) if last == "-" else int(last)
-        parent.insert(index, value)
-    elif isinstance(parent, dict):
+    if isinstance(parent, dict):
         parent[last] = value
+    elif isinstance(parent, list) and (last == "-" or (last.isdigit() and int(last) <= len(parent))):
+        parent.insert(len(parent) if last == "-" else int(last), value)
     else:
-        raise bad_request(f"cannot add at /{'/'.join(parts)}")
+        raise _missing(parts)
     return doc
 
 
 def _remove(doc: Any, parts: list[str]) -> Any:
+    if not parts:
+        raise PatchError("a JSON patch cannot remove the whole document")
     parent = _resolve(doc, parts[:-1])
-    _resolve(doc, parts)  # 422 when missing
+    _resolve(doc, parts)  # Invalid when missing
     if isinstance(parent, list):
         parent.pop(int(parts[-1]))
     else:
@@ -157,32 +192,39 @@ def _remove(doc: Any, parts: list[str]) -> Any:
 def json_patch(target: Any, operations: Any) -> Any:
     """Apply an RFC 6902 operation list."""
     if not isinstance(operations, list):
-        raise bad_request("a JSON patch must be a list of operations")
+        raise PatchError("a JSON patch must be a list of operations")
     doc = copy.deepcopy(target)
     for op in operations:
+        if not isinstance(op, dict):
+            raise PatchError(f"a JSON patch operation must be an object, got {op!r}")
         doc = _json_patch_op(doc, op)
     return doc
 
 
+def _value(op: dict[str, Any]) -> Any:
+    if "value" not in op:
+        raise PatchError(f"the JSON patch operation {op.get('op')!r} at {op.get('path')!r} has no value")
+    return copy.deepcopy(op["value"])
+
+
 def _json_patch_op(doc: Any, op: dict[str, Any]) -> Any:
-    kind, parts = op.get("op"), _pointer(op.get("path", ""))
+    kind, parts = op.get("op"), _pointer(op.get("path"))
     if kind == "add":
-        return _add(doc, parts, copy.deepcopy(op.get("value")))
+        return _add(doc, parts, _value(op))
     if kind == "remove":
         return _remove(doc, parts)
     if kind == "replace":
+        value = _value(op)
         _resolve(doc, parts)
-        return _add(_remove(doc, parts), parts, copy.deepcopy(op.get("value"))) if parts else op.get("value")
+        return _add(_remove(doc, parts), parts, value) if parts else value
     if kind in ("move", "copy"):
-        source = _pointer(op.get("from", ""))
+        source = _pointer(op.get("from"))
         value = copy.deepcopy(_resolve(doc, source))
         if kind == "move":
             doc = _remove(doc, source)
         return _add(doc, parts, value)
     if kind == "test":
-        if _resolve(doc, parts) != op.get("value"):
-            raise ApiError(
-                422, "Invalid", f"the server rejected our request: test failed at {op.get('path')}"
-            )
+        if _resolve(doc, parts) != _value(op):
+            raise PatchError(f"the server rejected our request: test failed at {op.get('path')}", "Invalid")
         return doc
-    raise bad_request(f"unknown JSON patch operation {kind!r}")
+    raise PatchError(f"unknown JSON patch operation {kind!r}")

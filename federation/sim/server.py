@@ -18,10 +18,10 @@ from typing import Any
 import uvicorn
 
 from federation.listening import bind_socket
-from federation.members.sim.app import SimApp, build_app
-from federation.members.sim.cluster import SimCluster
-from federation.members.sim.config import Faults, SimulatorConfig
-from federation.members.sim.tls import TlsFiles, make_tls
+from federation.sim.app import SimApp, build_app
+from federation.sim.cluster import SimCluster
+from federation.sim.config import Faults, SimulatorConfig
+from federation.tlsfiles import TlsFiles, make_tls
 
 
 def make_kubeconfig(name: str, url: str, token: str, ca_data: str | None = None) -> dict[str, Any]:

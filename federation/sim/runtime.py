@@ -14,9 +14,9 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from federation.members.sim.config import Faults, SimulatorConfig
-from federation.members.sim.kinds import Registry, ResourceType
-from federation.members.sim.pods import (
+from federation.sim.config import Faults, SimulatorConfig
+from federation.sim.kinds import Registry, ResourceType
+from federation.sim.pods import (
     first_fit,
     free_capacity,
     is_terminated,
@@ -26,8 +26,8 @@ from federation.members.sim.pods import (
     running_status,
     unschedulable_message,
 )
-from federation.members.sim.store import ObjectStore
-from federation.members.sim.workloads import WORKLOAD_KINDS, owned_by, plan_pods, workload_status
+from federation.sim.store import ObjectStore
+from federation.sim.workloads import WORKLOAD_KINDS, owned_by, plan_pods, workload_status
 
 PodKey = tuple[str, str]
 

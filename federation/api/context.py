@@ -1,0 +1,53 @@
+"""What every route of the API needs, handed in by whoever runs the server, and who is calling.
+
+Its own module so the app factory and the feature modules it registers (join, agent, plan, ...) both
+import it without importing each other: `app` imports `extensions`, which imports the feature modules,
+which import this.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from fastapi import Request
+from prometheus_client import CollectorRegistry
+from sqlalchemy.engine import Engine
+
+from federation.api.auth import Principal
+from federation.api.outage import DatabaseOutage
+from federation.api.status import unauthorized
+from federation.settings import Settings
+from federation.store.crypto import SecretBox
+from federation.store.db import UnitOfWork
+from federation.store.tokens import TokenRepository
+
+Notify = Callable[[str], None]
+
+
+@dataclass(slots=True)
+class ApiContext:
+    """What the routes need, handed in by whoever runs the server."""
+
+    settings: Settings
+    engine: Engine
+    uow: UnitOfWork
+    secret_box: SecretBox
+    notify: Notify = field(default=lambda kind: None)
+    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+    outage: DatabaseOutage = field(default_factory=DatabaseOutage)
+    # True once the server is shutting down: open watches end, so a graceful stop does not wait on them.
+    stopping: Callable[[], bool] = field(default=lambda: False)
+
+
+def authenticate(ctx: ApiContext, request: Request) -> Principal:
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise unauthorized("a Bearer token is required (Authorization: Bearer <token>)")
+    with ctx.uow() as session:
+        found = TokenRepository(session).authenticate(token.strip())
+    ctx.outage.recovered()  # every authenticated route passes here: the first success ends an outage
+    if found is None:
+        raise unauthorized("the token is not valid")
+    return Principal(name=found.name, role=found.role, cluster=found.cluster_name)

@@ -1,0 +1,14 @@
+"""Fixtures for the simulator's tests: one simulator on 127.0.0.1 (real socket, TLS), stopped after the test."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from federation.sim import RunningSimulator
+
+
+@pytest.fixture
+def sim(start_sim: Callable[..., RunningSimulator]) -> RunningSimulator:
+    return start_sim()
