@@ -1,9 +1,14 @@
 """The one HTTP client of the federation API, shared by the CLI and the pull-mode agent: bearer auth,
 a timeout on every call, Kubernetes `Status` bodies turned into `ApiError`, and `continue`-token paging.
-Outside the layers: it depends on httpx only."""
+Outside the layers: it depends on httpx only.
+
+TLS as client-go does it: a CA given (the kubeconfig's ``certificate-authority-data``) is the only root
+trusted; without one the system roots verify; ``insecure`` (``insecure-skip-tls-verify``) verifies nothing.
+"""
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Iterator
 from typing import Any
 
@@ -29,12 +34,18 @@ class ApiClient:
         *,
         timeout: float = 30.0,
         transport: httpx.BaseTransport | None = None,
+        ca_pem: bytes | None = None,
+        insecure: bool = False,
     ) -> None:
         headers = {"Accept": "application/json"}
         if token:
             headers["Authorization"] = f"Bearer {token}"
         self._http = httpx.Client(
-            base_url=server.rstrip("/"), headers=headers, timeout=timeout, transport=transport
+            base_url=server.rstrip("/"),
+            headers=headers,
+            timeout=timeout,
+            transport=transport,
+            verify=tls_verify(ca_pem, insecure),
         )
 
     def close(self) -> None:
@@ -46,7 +57,9 @@ class ApiClient:
         try:
             response = self._http.request(method, path, json=body, params=params)
         except httpx.HTTPError as exc:
-            raise ApiError(0, "ServiceUnavailable", f"cannot reach {self._http.base_url}: {exc}") from exc
+            raise ApiError(
+                0, "ServiceUnavailable", f"cannot reach {self._http.base_url}: {_cause(exc)}"
+            ) from exc
         if response.is_success:
             return response.json() if response.content else None
         raise error_from(response)
@@ -63,6 +76,29 @@ class ApiClient:
             if not token:
                 return
             query["continue"] = token
+
+
+def _cause(exc: httpx.HTTPError) -> str:
+    """Python's words, after Go's for an unknown CA (what kubectl says) and where the right CA is."""
+    text = str(exc)
+    if "CERTIFICATE_VERIFY_FAILED" in text:
+        return (
+            f"x509: certificate signed by unknown authority ({text}); use the kubeconfig the server wrote "
+            "(it carries the CA) or pass --certificate-authority"
+        )
+    return text
+
+
+def tls_verify(ca_pem: bytes | None, insecure: bool = False) -> ssl.SSLContext | bool:
+    """httpx's ``verify`` for the rules in the module doc (a CA that does not load is a ValueError)."""
+    if insecure:
+        return False
+    if ca_pem is None:
+        return True
+    try:
+        return ssl.create_default_context(cadata=ca_pem.decode("ascii"))
+    except (ssl.SSLError, UnicodeDecodeError) as exc:
+        raise ValueError(f"the certificate authority does not load: {exc}") from exc
 
 
 def error_from(response: httpx.Response) -> ApiError:

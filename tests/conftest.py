@@ -67,19 +67,27 @@ def _reset_postgres(url: str) -> None:
 
 
 class RunningServer:
-    """A `federation serve` process running in a thread on 127.0.0.1, port 0."""
+    """A `federation serve` process running in a thread on 127.0.0.1, port 0, over HTTPS with its own CA
+    (the kubeconfig it wrote carries the CA, the URL and the admin token)."""
 
-    def __init__(self, process, client_config: Path) -> None:
+    def __init__(self, process) -> None:
         self.process = process
         self.url: str = process.url
         self.admin_token: str = process.admin_token
-        self.client_config = client_config
+        self.kubeconfig: Path = process.kubeconfig_file
+
+    @property
+    def verify(self):
+        """httpx's ``verify`` for this server: its CA (plain HTTP: nothing to verify)."""
+        from federation.apiclient import tls_verify
+
+        return tls_verify(self.process.tls.ca_pem if self.process.tls else None)
 
     def client(self, token: str | None = None):
         import httpx
 
         headers = {"Authorization": f"Bearer {token or self.admin_token}"}
-        return httpx.Client(base_url=self.url, headers=headers, timeout=30)
+        return httpx.Client(base_url=self.url, headers=headers, timeout=30, verify=self.verify)
 
     def create_token(self, role: str, cluster: str | None = None, name: str | None = None) -> str:
         from federation.store.tokens import TokenRepository
@@ -93,21 +101,27 @@ def start_server(tmp_path: Path, database_url: str | None = None, **settings_ove
     from federation.cli import server
     from federation.settings import load_settings
 
+    api = {"port": 0, **settings_overrides.pop("api", {})}
     settings = load_settings(
-        data_dir=str(tmp_path / "data"), database_url=database_url, api={"port": 0}, **settings_overrides
+        data_dir=str(tmp_path / "data"), database_url=database_url, api=api, **settings_overrides
     )
-    client_config = tmp_path / "client.yaml"
-    process = server.build(settings, client_config)
+    process = server.build(settings)
     process.start_in_thread()
-    return RunningServer(process, client_config)
+    return RunningServer(process)
+
+
+def point_cli_at(monkeypatch: pytest.MonkeyPatch, kubeconfig: Path) -> None:
+    """The CLI (and kubectl) read ``kubeconfig`` and nothing else: no server or token from the environment."""
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+    for name in ("FEDERATION_SERVER", "FEDERATION_TOKEN", "FEDERATION_CONFIG", "FEDERATION_DATA_DIR"):
+        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture
 def federation_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[RunningServer]:
-    """The API server on the embedded SQLite default; the CLI is pointed at it through its client config."""
-    monkeypatch.setenv("FEDERATION_CLIENT_CONFIG", str(tmp_path / "client.yaml"))
-    for name in ("FEDERATION_SERVER", "FEDERATION_TOKEN", "FEDERATION_CONFIG"):
-        monkeypatch.delenv(name, raising=False)
+    """The API server on the embedded SQLite default; the CLI is pointed at it through the kubeconfig it
+    wrote (KUBECONFIG)."""
+    point_cli_at(monkeypatch, tmp_path / "data" / "federation.kubeconfig")
     running = start_server(tmp_path)
     try:
         yield running
@@ -119,7 +133,7 @@ def federation_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterat
 def start_sim():
     """Start member-cluster simulators with ``start_sim(**config_overrides)`` (real sockets, TLS);
     every one still running is stopped after the test."""
-    from federation.members.sim import run_simulator_in_thread
+    from federation.sim import run_simulator_in_thread
     from tests.members.helpers import make_config
 
     running = []

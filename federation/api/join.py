@@ -14,6 +14,8 @@ Invariants:
 - Credentials never appear in an answer (the Cluster body does not carry them), and the server never reads
   files a kubeconfig names: it must be self-contained (the CLI inlines file references before sending).
 - Pull clusters are not probed and need no credentials: their agent connects out.
+- A region or zone also sets the well-known ``topology.kubernetes.io/region``/``zone`` labels (so a
+  labelSelector or a WorkloadPolicy topologyKey can use them); an explicit label of the same key wins.
 - Unjoin is refused (409, naming the bindings) while bindings still target the cluster, unless forced.
   For a Push cluster the Works' objects are deleted from the member first; when that fails and the unjoin
   is not forced, nothing is deleted (503) so it can be retried. Then the Works and the Cluster go in one
@@ -32,9 +34,9 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from federation.api.app import ApiContext, authenticate
 from federation.api.auth import authorize
 from federation.api.bodies import read_json
+from federation.api.context import ApiContext, authenticate
 from federation.api.kubeconfigs import shape_errors
 from federation.api.paths import ObjectPath
 from federation.api.status import StatusError, already_exists, bad_request, invalid, not_found, success
@@ -58,6 +60,8 @@ JOIN_PATH = "/federation/v1/clusters/join"
 UNJOIN_PATH = "/federation/v1/clusters/{name}"
 CLUSTER_API_VERSION = "cluster.karmada.io/v1alpha1"
 SYNC_MODES = ("Push", "Pull")
+REGION_LABEL = "topology.kubernetes.io/region"
+ZONE_LABEL = "topology.kubernetes.io/zone"
 # kubeconfig keys that name files on the machine that reads them (the server must not read its own files).
 _FILE_KEYS = {
     "clusters": ("certificate-authority",),
@@ -143,7 +147,7 @@ def join_cluster(
     """
     config = resolve_kubeconfig(request)
     manifest = cluster_manifest(request, config)
-    _validate(manifest)
+    validate_cluster(manifest)
     with uow() as session:
         if ClusterRepository(session).get(request.name) is not None:
             raise already_exists("clusters.cluster.karmada.io", request.name)
@@ -156,14 +160,14 @@ def join_cluster(
 def resolve_kubeconfig(request: JoinRequest) -> Kubeconfig | None:
     """The kubeconfig's chosen context, resolved; 400 naming the problem when it cannot be used."""
     if request.sync_mode not in SYNC_MODES:
-        raise _bad_field("syncMode", f"must be Push or Pull, got {request.sync_mode!r}")
+        raise bad_field("syncMode", f"must be Push or Pull, got {request.sync_mode!r}")
     if request.kubeconfig is None:
         if request.sync_mode == "Push":
-            raise _bad_field("kubeconfig", "a Push cluster needs a kubeconfig the server can reach it with")
+            raise bad_field("kubeconfig", "a Push cluster needs a kubeconfig the server can reach it with")
         return None
     references = list(_file_references(request.kubeconfig))
     if references:
-        raise _bad_field(
+        raise bad_field(
             "kubeconfig",
             f"must be self-contained, but it names files ({', '.join(references)}); inline them as "
             "*-data fields (federation join does this for you)",
@@ -171,7 +175,7 @@ def resolve_kubeconfig(request: JoinRequest) -> Kubeconfig | None:
     try:
         return load_kubeconfig(request.kubeconfig, request.context, cluster=request.name)
     except MemberError as err:
-        raise _bad_field("kubeconfig", err.reason) from err
+        raise bad_field("kubeconfig", err.reason) from err
 
 
 def _file_references(kubeconfig: dict[str, Any]) -> Iterator[str]:
@@ -184,7 +188,7 @@ def _file_references(kubeconfig: dict[str, Any]) -> Iterator[str]:
                     yield f"{section}[{entry.get('name')}].{key}"
 
 
-def _bad_field(name: str, message: str) -> StatusError:
+def bad_field(name: str, message: str) -> StatusError:
     error = bad_request(f"{name}: {message}")
     error.causes = [{"field": name, "message": message, "reason": "FieldValueInvalid"}]
     return error
@@ -200,12 +204,19 @@ def cluster_manifest(request: JoinRequest, config: Kubeconfig | None) -> dict[st
     optional = {"provider": request.provider, "region": request.region, "zone": request.zone}
     spec.update({key: value for key, value in optional.items() if value})
     metadata: dict[str, Any] = {"name": request.name}
-    if request.labels:
-        metadata["labels"] = dict(request.labels)
+    labels = requested_labels(request)
+    if labels:
+        metadata["labels"] = labels
     return {"apiVersion": CLUSTER_API_VERSION, "kind": "Cluster", "metadata": metadata, "spec": spec}
 
 
-def _validate(manifest: dict[str, Any]) -> None:
+def requested_labels(request: JoinRequest) -> dict[str, str]:
+    """The topology labels of the request's region and zone, then its own labels (which win)."""
+    topology = {REGION_LABEL: request.region, ZONE_LABEL: request.zone}
+    return {**{key: value for key, value in topology.items() if value}, **request.labels}
+
+
+def validate_cluster(manifest: dict[str, Any]) -> None:
     info = kinds.by_path("cluster.karmada.io", "v1alpha1", "clusters")
     errors = validate_object(manifest, info)
     if errors:
@@ -245,7 +256,7 @@ def _probe_failure(name: str, server: str, online: bool, code: int | None, error
             503, "ServiceUnavailable", f'cluster "{name}" is not reachable at {server}: {error}'
         )
     if code in (401, 403):
-        return _bad_field("kubeconfig", f"the member at {server} refused its credentials ({error})")
+        return bad_field("kubeconfig", f"the member at {server} refused its credentials ({error})")
     return StatusError(
         503, "ServiceUnavailable", f'cluster "{name}" at {server} is reachable but not healthy: {error}'
     )
@@ -253,7 +264,7 @@ def _probe_failure(name: str, server: str, online: bool, code: int | None, error
 
 def _member_failure(err: MemberError) -> StatusError:
     if err.kind in ("kubeconfig", "unauthorized", "forbidden"):
-        return _bad_field("kubeconfig", err.reason)
+        return bad_field("kubeconfig", err.reason)
     if err.kind == "timeout":
         return StatusError(504, "Timeout", f'cluster "{err.cluster}": {err.reason}')
     return StatusError(503, "ServiceUnavailable", f'cluster "{err.cluster}": {err.reason}')

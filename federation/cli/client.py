@@ -1,63 +1,18 @@
-"""The CLI's HTTP client: finds the server and token, speaks the Kubernetes-shaped API (through the shared
-`federation.apiclient`, whose `ApiError` it re-exports).
-
-Where the server and token come from, first match wins: `--server`/`--token` flags, the environment
-(`FEDERATION_SERVER`, `FEDERATION_TOKEN`), the client config file that `serve`/`up` write
-(`~/.config/federation/client.yaml`, or `FEDERATION_CLIENT_CONFIG`).
+"""The CLI's HTTP client: speaks the Kubernetes-shaped API through the shared `federation.apiclient`
+(whose `ApiError` it re-exports). Which server, token and CA it uses: `cli.clientconfig` (kubeconfigs,
+`--server`/`--token`, `FEDERATION_SERVER`/`FEDERATION_TOKEN`).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-import yaml
-
 from federation.apiclient import ApiClient, ApiError
-from federation.members.kubeconfig import write_private_file
+from federation.cli.clientconfig import ClientConfig, ClientConfigError
 from federation.model.kinds import KindInfo
-from federation.settings import default_client_config_path
 
-
-class ClientConfigError(Exception):
-    """The CLI does not know which server to talk to."""
-
-
-@dataclass(frozen=True, slots=True)
-class ClientConfig:
-    server: str
-    token: str | None
-
-
-def write_client_config(path: Path, server: str, token: str) -> None:
-    """Write the server URL and token, readable by the owner only (0600), atomically."""
-    write_private_file(path, yaml.safe_dump({"server": server, "token": token}))
-
-
-def read_client_config(path: Path) -> dict[str, Any]:
-    if not path.exists():
-        return {}
-    try:
-        loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        problem = " ".join(str(exc).split())
-        raise ClientConfigError(f"the client config {path} cannot be read: {problem}") from exc
-    return loaded if isinstance(loaded, dict) else {}
-
-
-def resolve_client_config(server: str | None, token: str | None) -> ClientConfig:
-    stored = read_client_config(default_client_config_path())
-    server = server or os.environ.get("FEDERATION_SERVER") or stored.get("server")
-    token = token or os.environ.get("FEDERATION_TOKEN") or stored.get("token")
-    if not server:
-        raise ClientConfigError(
-            "no server configured: pass --server URL, set FEDERATION_SERVER, or start one with "
-            "`federation up` / `federation serve` (they write the client config)"
-        )
-    return ClientConfig(server=server.rstrip("/"), token=token)
+__all__ = ["ApiError", "ClientConfig", "ClientConfigError", "FederationClient"]
 
 
 def object_path(info: KindInfo, namespace: str | None, name: str | None = None) -> str:
@@ -72,7 +27,14 @@ class FederationClient(ApiClient):
     """The shared API client plus Kubernetes object paths; one instance per CLI invocation."""
 
     def __init__(self, config: ClientConfig, *, timeout: float = 30.0, transport: Any = None) -> None:
-        super().__init__(config.server, config.token, timeout=timeout, transport=transport)
+        super().__init__(
+            config.server,
+            config.token,
+            timeout=timeout,
+            transport=transport,
+            ca_pem=config.ca_pem,
+            insecure=config.insecure,
+        )
 
     def get(self, info: KindInfo, namespace: str | None, name: str) -> dict[str, Any] | None:
         try:

@@ -1,16 +1,17 @@
 """`federation agent`: the pull-mode agent of one member cluster, in the foreground until Ctrl-C.
 
-The server and token come from `--server`/`--token`, `FEDERATION_SERVER`/`FEDERATION_TOKEN`, or the client
-config, like every client command; the token should be an agent token bound to the cluster
-(`federation token create --role agent --cluster NAME`). Before looping, the agent reads its Cluster once,
-so a wrong token, a cluster that was never joined or a Push cluster is one clear error, not a log loop.
+The federation's server, CA and token come from its kubeconfig (`federation --kubeconfig F [--context C]
+agent ...` or `KUBECONFIG`; this command's own `--kubeconfig` is the member's), overridden by
+`--server`/`--token` or `FEDERATION_SERVER`/`FEDERATION_TOKEN`, like every client command; the token should
+be an agent token bound to the cluster (`federation token create --role agent --cluster NAME`). Before
+looping, the agent reads its Cluster once, so a wrong token, a cluster that was never joined or a Push
+cluster is one clear error, not a log loop.
 """
 
 from __future__ import annotations
 
 import click
 
-from federation.cli.client import resolve_client_config
 from federation.cli.cmd_server import configure_logging
 from federation.cli.context import CliContext, pass_cli
 from federation.cli.signals import wait_for_stop
@@ -53,9 +54,9 @@ def agent_command(
 ) -> None:
     """Run the pull-mode agent: renew the lease, apply the cluster's Works, report their status."""
     configure_logging(log_level)
-    target = resolve_client_config(cli.server, cli.token)
+    target = cli.client_config()
     if not target.token:
-        raise click.UsageError("an agent token is required: --token, FEDERATION_TOKEN or the client config")
+        raise click.UsageError("an agent token is required: --token, FEDERATION_TOKEN or the kubeconfig")
     config = AgentConfig(
         cluster=cluster,
         server=target.server,
@@ -65,6 +66,8 @@ def agent_command(
         sync_interval_seconds=sync_interval,
         status_interval_seconds=status_interval,
         transport=cli.transport,
+        ca_pem=target.ca_pem,
+        insecure=target.insecure,
     )
     _check_cluster(config)
     agent = Agent(config)
@@ -80,7 +83,14 @@ def _member_kubeconfig(path: str, context: str | None, cluster: str) -> dict[str
 
 
 def _check_cluster(config: AgentConfig) -> None:
-    api = AgentApi(config.server, config.token, config.cluster, transport=config.transport)
+    api = AgentApi(
+        config.server,
+        config.token,
+        config.cluster,
+        transport=config.transport,
+        ca_pem=config.ca_pem,
+        insecure=config.insecure,
+    )
     try:
         cluster = api.get_cluster()
     except AgentApiError as err:

@@ -1,7 +1,8 @@
 """`federation join`, `unjoin`, `taint cluster`, `cordon` and `uncordon`: member clusters from the CLI.
 
 - `join` reads the kubeconfig here, inlines every file it names (`load_kubeconfig(...).minimal`, one
-  context) and sends that to the server, which probes the member before accepting.
+  context) and sends that to the server, which probes the member before accepting. `join --update`
+  replaces a joined cluster's credentials and endpoint the same way (`api.rejoin`), keeping its Works.
 - `taint`, `cordon` and `uncordon` edit `spec.taints` with a read-modify-write that carries the
   `resourceVersion`, retried on a Conflict (the cluster-status controller writes automatic taints too).
   Taint syntax is kubectl's: `key[=value]:Effect` adds, `key[=value]:Effect-` or `key-` removes.
@@ -24,6 +25,7 @@ from federation.members.errors import MemberError
 from federation.members.kubeconfig import load_kubeconfig, read_kubeconfig_file
 
 JOIN_PATH = "/federation/v1/clusters/join"
+REJOIN_PATH = "/federation/v1/clusters/{name}/rejoin"
 CLUSTERS_PATH = "/apis/cluster.karmada.io/v1alpha1/clusters"
 UNSCHEDULABLE_TAINT = "cluster.karmada.io/unschedulable"
 EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
@@ -46,6 +48,11 @@ Taints = list[dict[str, Any]]
 @click.option("--zone", default=None)
 @click.option("--provider", default=None)
 @click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="A label (repeatable).")
+@click.option(
+    "--update",
+    is_flag=True,
+    help="Replace a joined cluster's credentials and endpoint (with the options given) without unjoining.",
+)
 @pass_cli
 def join_command(
     cli: CliContext,
@@ -57,17 +64,23 @@ def join_command(
     zone: str | None,
     provider: str | None,
     labels: tuple[str, ...],
+    update: bool,
 ) -> None:
-    """Join a member cluster (the server probes it first)."""
-    if kubeconfig_path is None and sync_mode == "Push":
-        raise click.UsageError("--kubeconfig is required to join a cluster in Push mode")
+    """Join a member cluster (the server probes it first); --region/--zone also set the
+    topology.kubernetes.io labels."""
+    if kubeconfig_path is None and (sync_mode == "Push" or update):
+        raise click.UsageError("--kubeconfig is required to join a cluster in Push mode (and with --update)")
+    if update and sync_mode == "Pull":
+        raise click.UsageError(
+            "--update replaces a Push cluster's credentials; a Pull cluster's agent holds its own"
+        )
     body: dict[str, Any] = {"name": name, "syncMode": sync_mode, "labels": _labels(labels)}
     body.update({k: v for k, v in (("region", region), ("zone", zone), ("provider", provider)) if v})
     if kubeconfig_path is not None:
         body["kubeconfig"] = _read_kubeconfig(kubeconfig_path, context, name)
     with cli.client() as client:
-        client.request("POST", JOIN_PATH, body=body)
-    click.echo(f"cluster/{name} joined")
+        client.request("POST", REJOIN_PATH.format(name=name) if update else JOIN_PATH, body=body)
+    click.echo(f"cluster/{name} {'updated (credentials replaced)' if update else 'joined'}")
 
 
 def _labels(pairs: tuple[str, ...]) -> dict[str, str]:

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
@@ -31,23 +32,62 @@ def settings_from(cli: CliContext, data_dir: str | None, database_url: str | Non
         raise click.ClickException(f"bad settings: {' '.join(str(exc).split())}") from exc
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
 data_dir_option = click.option("--data-dir", default=None, help="Where the embedded database and key live.")
 database_option = click.option(
     "--database-url", default=None, help="SQLAlchemy URL (default: embedded SQLite)."
 )
 
 
+def tls_options(func: F) -> F:
+    """`--tls-cert-file`, `--tls-private-key-file`, `--insecure-http` (kube-apiserver's names)."""
+    func = click.option(
+        "--insecure-http",
+        is_flag=True,
+        help="Serve plain HTTP (kubectl then never sends the token); only behind a TLS-terminating proxy.",
+    )(func)
+    func = click.option(
+        "--tls-private-key-file", type=click.Path(dir_okay=False), help="The key of --tls-cert-file."
+    )(func)
+    return click.option(
+        "--tls-cert-file",
+        type=click.Path(dir_okay=False),
+        help="Serving certificate (PEM); default: one made under the data directory by its own CA.",
+    )(func)
+
+
+def tls_settings(
+    tls_cert_file: str | None, tls_private_key_file: str | None, insecure_http: bool
+) -> dict[str, Any]:
+    """The api section's TLS flags as `settings_from` takes them (None: not given, the settings decide)."""
+    return {
+        "tls_cert_file": tls_cert_file,
+        "tls_private_key_file": tls_private_key_file,
+        "insecure_http": True if insecure_http else None,
+    }
+
+
 @click.command("serve")
 @click.option("--host", default=None, help="Address to listen on (default 127.0.0.1).")
 @click.option("--port", type=int, default=None, help="Port (default 7080; 0 picks a free one).")
+@tls_options
 @data_dir_option
 @database_option
 @pass_cli
 def serve_command(
-    cli: CliContext, host: str | None, port: int | None, data_dir: str | None, database_url: str | None
+    cli: CliContext,
+    host: str | None,
+    port: int | None,
+    tls_cert_file: str | None,
+    tls_private_key_file: str | None,
+    insecure_http: bool,
+    data_dir: str | None,
+    database_url: str | None,
 ) -> None:
     """Run the API server and the controllers on the configured database (migrated first)."""
-    settings = settings_from(cli, data_dir, database_url, host=host, port=port)
+    tls = tls_settings(tls_cert_file, tls_private_key_file, insecure_http)
+    settings = settings_from(cli, data_dir, database_url, host=host, port=port, **tls)
     logging.basicConfig(
         level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
     )
@@ -67,10 +107,26 @@ def configure_logging(level: str) -> None:
 
 def announce(process: server.ServerProcess) -> None:
     click.echo(f"federation API server listening on {process.url}")
+    for line in kubeconfig_lines(process):
+        click.echo(line)
+
+
+def kubeconfig_lines(process: server.ServerProcess) -> list[str]:
+    """Where the kubeconfig is and how to use it; how to get a token when it has none."""
+    path = process.kubeconfig_file
     if process.admin_token:
-        click.echo(f"created the admin token; the CLI is configured in {process.client_config_path}")
+        lines = [f"created the admin token; kubeconfig (context federation) written to {path}"]
+    elif process.kubeconfig_token:
+        lines = [f"kubeconfig (context federation) written to {path}"]
     else:
-        click.echo(f"using the existing client config in {process.client_config_path}")
+        return [
+            f"kubeconfig written to {path} without a token (the admin token was shown once); make one with",
+            f"  federation token create --role admin --name admin2 --data-dir {process.settings.data_dir}",
+            "and pass it with --token or FEDERATION_TOKEN",
+        ]
+    if process.tls is None:
+        lines.append("plain HTTP (--insecure-http): kubectl will not send the token; the federation CLI does")
+    return [*lines, "for kubectl and other clients:", f"  export KUBECONFIG={path}"]
 
 
 @click.group("db")

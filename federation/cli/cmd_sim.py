@@ -11,7 +11,7 @@ import dataclasses
 import click
 
 from federation.members.kubeconfig import write_kubeconfig
-from federation.members.sim import Simulator, SimulatorConfig
+from federation.sim import Simulator, SimulatorConfig
 
 
 @click.command("sim")

@@ -3,12 +3,15 @@
 SQLite under the data directory, the API server with every controller (`server.build`), and N simulated
 member clusters (default 3, with different regions and capacities so placement has choices to make),
 joined in Push mode through the join code path (`api.join.join_cluster`: validated, probed, stored
-encrypted). The CLI is configured through the client config the server writes.
+encrypted). The server writes the federation's kubeconfig (`<data_dir>/federation.kubeconfig`, what the CLI
+reads by default); `up` adds `<data_dir>/members.kubeconfig`, one context per simulated member (Karmada's
+local-up writes `karmada.config` and `members.config`), both 0600.
 
 Invariants:
-- Re-running on the same data directory works: the members come back on new ports with new tokens, and
-  each existing Cluster is re-pointed (apiEndpoint, credentials, the status the join probe saw), its user
-  edits (taints, other labels) kept, and its Works marked for sync so the fresh member gets them again.
+- Re-running on the same data directory works: the members come back on new ports with new tokens and
+  CAs, and each existing Cluster is re-joined (`api.rejoin`: apiEndpoint, credentials, the status the probe
+  saw), its user edits (taints, other labels) kept, and its Works marked for sync so the fresh member gets
+  them again; the members' kubeconfig is written again.
 - Whatever fails half-way is stopped again (simulators, server, controllers); Ctrl-C or SIGTERM stops
   everything: controllers and the API server first, then the members.
 """
@@ -17,26 +20,31 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import click
 
 from federation.api.app import ApiContext
-from federation.api.join import JoinRequest, initial_status, join_cluster, probe_member, resolve_kubeconfig
+from federation.api.join import JoinRequest, join_cluster
+from federation.api.rejoin import rejoin_cluster
 from federation.api.status import StatusError
 from federation.cli import server
-from federation.cli.cmd_server import configure_logging, settings_from
+from federation.cli.cmd_server import (
+    configure_logging,
+    kubeconfig_lines,
+    settings_from,
+    tls_options,
+    tls_settings,
+)
 from federation.cli.context import CliContext, pass_cli
 from federation.cli.signals import wait_for_stop
-from federation.members.sim import RunningSimulator, SimulatorConfig, run_simulator_in_thread
-from federation.settings import Settings, default_client_config_path
-from federation.store.clusters import ClusterRepository
-from federation.store.works import WorkRepository
+from federation.members.kubeconfig import write_kubeconfig
+from federation.settings import Settings
+from federation.sim import RunningSimulator, SimulatorConfig, run_simulator_in_thread
 
-REGION_LABEL = "topology.kubernetes.io/region"
-ZONE_LABEL = "topology.kubernetes.io/zone"
 GPU_LABEL = "accelerator"
+MEMBERS_KUBECONFIG = "members.kubeconfig"
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,8 +61,8 @@ class MemberSpec:
     gpus: int = 0
 
     def labels(self) -> dict[str, str]:
-        labels = {REGION_LABEL: self.region, ZONE_LABEL: self.zone}
-        return {**labels, GPU_LABEL: "nvidia-gpu"} if self.gpus else labels
+        """Beyond the topology labels the join sets from region and zone."""
+        return {GPU_LABEL: "nvidia-gpu"} if self.gpus else {}
 
     def describe(self) -> str:
         gpu = f", {self.gpus} GPU" if self.gpus else ""
@@ -103,6 +111,10 @@ class UpStack:
     members: list[tuple[MemberSpec, RunningSimulator]] = field(default_factory=list)
     rejoined: list[str] = field(default_factory=list)
 
+    @property
+    def members_kubeconfig(self) -> Path:
+        return self.process.settings.data_dir / MEMBERS_KUBECONFIG
+
     def stop(self) -> None:
         self.process.stop()
         _stop_all([sim for _, sim in self.members])
@@ -114,7 +126,7 @@ def _stop_all(simulators: list[RunningSimulator]) -> None:
 
 
 def start_up(
-    settings: Settings, client_config_path: Path, members: int = 3, ready_delay: float = 0.5
+    settings: Settings, kubeconfig_path: Path | None = None, members: int = 3, ready_delay: float = 0.5
 ) -> UpStack:
     """Start the simulators, the server and the controllers, and join the members; stop all on failure."""
     specs = member_specs(members)
@@ -122,7 +134,7 @@ def start_up(
     try:
         for spec in specs:
             simulators.append(run_simulator_in_thread(spec.simulator(ready_delay)))
-        process = server.build(settings, client_config_path)
+        process = server.build(settings, kubeconfig_path)
     except BaseException:
         _stop_all(simulators)
         raise
@@ -132,10 +144,28 @@ def start_up(
         for spec, sim in stack.members:
             if join_member(_context(process), spec, sim) == "rejoined":
                 stack.rejoined.append(spec.name)
+        write_kubeconfig(stack.members_kubeconfig, members_kubeconfig([sim for _, sim in stack.members]))
     except BaseException:
         stack.stop()
         raise
     return stack
+
+
+def members_kubeconfig(simulators: list[RunningSimulator]) -> dict[str, Any]:
+    """One kubeconfig with a cluster, user and context per member, each named after it (the first current)."""
+    merged: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [],
+        "users": [],
+        "contexts": [],
+    }
+    for sim in simulators:
+        for section in ("clusters", "users", "contexts"):
+            merged[section] += sim.kubeconfig[section]
+    merged["current-context"] = simulators[0].name if simulators else ""
+    merged["preferences"] = {}
+    return merged
 
 
 def _context(process: server.ServerProcess) -> ApiContext:
@@ -154,32 +184,11 @@ def join_member(ctx: ApiContext, spec: MemberSpec, sim: RunningSimulator) -> str
     except StatusError as err:
         if err.reason != "AlreadyExists":
             raise
-        rejoin_member(ctx, request)
+        rejoin_cluster(ctx.uow, ctx.secret_box, ctx.settings.members, request)  # the restarted member
+        ctx.notify("Work")
         result = "rejoined"
     ctx.notify("Cluster")
     return result
-
-
-def rejoin_member(ctx: ApiContext, request: JoinRequest) -> None:
-    """Point an existing Cluster at a restarted member: the join's checks and probe, then an update."""
-    config = resolve_kubeconfig(request)
-    assert config is not None  # a Push join always carries a kubeconfig
-    facts = probe_member(request.name, config, ctx.settings.members)
-    with ctx.uow() as session:
-        clusters = ClusterRepository(session)
-        cluster = clusters.get(request.name)
-        if cluster is None:  # unjoined meanwhile: join it afresh
-            raise StatusError(409, "Conflict", f"cluster {request.name} disappeared while re-joining it")
-        cluster["spec"] = {**cluster.get("spec", {}), "apiEndpoint": config.server}
-        cluster["metadata"]["labels"] = {**(cluster["metadata"].get("labels") or {}), **request.labels}
-        updated = clusters.objects.replace(cluster)
-        status = {**(updated.get("status") or {}), **initial_status(facts, datetime.now(UTC))}
-        clusters.objects.update_status("", request.name, status)
-        clusters.set_kubeconfig(request.name, config.minimal, ctx.secret_box)
-        works = WorkRepository(session)
-        for work in works.on_cluster(request.name):  # the restarted member is empty
-            works.mark_needs_sync(work["metadata"]["namespace"], work["metadata"]["name"])
-    ctx.notify("Work")
 
 
 # -- the command ---------------------------------------------------------------------------------------
@@ -200,12 +209,13 @@ def announce(stack: UpStack, settings: Settings) -> None:
     for spec, sim in stack.members:
         again = " (re-joined)" if spec.name in stack.rejoined else ""
         click.echo(f"  {spec.name:<9} {spec.region:<9} {spec.describe():<34} {sim.url}{again}")
-    if process.admin_token or process.client_config_path.exists():
-        click.echo(f"the CLI is configured ({process.client_config_path}); try:")
-    else:
-        click.echo("no client config with a token was found; create one with")
-        click.echo(f"  federation token create --role admin --data-dir {settings.data_dir}")
-        click.echo("and pass it with --token or FEDERATION_TOKEN; then try:")
+    for line in kubeconfig_lines(process):
+        click.echo(line)
+    members = stack.members_kubeconfig
+    first = stack.members[0][0].name
+    click.echo(f"the members' kubeconfig (a context per member) is {members}:")
+    click.echo(f"  kubectl --kubeconfig {members} --context {first} get deploy -A")
+    click.echo("try:")
     examples = examples_dir()
     click.echo(f"  federation apply -f {examples / 'divided-static-weight.yaml'}")
     click.echo("  federation get rb")
@@ -226,17 +236,28 @@ def announce(stack: UpStack, settings: Settings) -> None:
     show_default=True,
     help="Seconds until a pod is ready.",
 )
+@tls_options
 @pass_cli
 def up_command(
-    cli: CliContext, data_dir: str | None, port: int | None, members: int, ready_delay: float
+    cli: CliContext,
+    data_dir: str | None,
+    port: int | None,
+    members: int,
+    ready_delay: float,
+    tls_cert_file: str | None,
+    tls_private_key_file: str | None,
+    insecure_http: bool,
 ) -> None:
     """Run everything locally: SQLite, the API server, all controllers and simulated members, joined."""
-    settings = settings_from(cli, data_dir, "", port=port)  # always the embedded SQLite
+    tls = tls_settings(tls_cert_file, tls_private_key_file, insecure_http)
+    settings = settings_from(cli, data_dir, "", port=port, **tls)  # always the embedded SQLite
     configure_logging("warning" if settings.log_level == "info" else settings.log_level)
     # A controller pass outlasting its interval is normal on a laptop; keep the console for real trouble.
     logging.getLogger("apscheduler").setLevel(logging.ERROR)
     try:
-        stack = start_up(settings, default_client_config_path(), members, ready_delay)
+        stack = start_up(settings, None, members, ready_delay)
+    except ValueError as err:  # settings checked only when built (the TLS files)
+        raise click.ClickException(f"bad settings: {' '.join(str(err).split())}") from err
     except (StatusError, OSError, RuntimeError) as err:
         raise click.ClickException(f"federation up failed: {getattr(err, 'message', err)}") from err
     try:

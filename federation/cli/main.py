@@ -6,6 +6,7 @@ Errors are one clear line on stderr and a non-zero exit; tracebacks are for bugs
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -42,17 +43,63 @@ def _one_line(exc: Exception) -> str:
     return f"error: {exc}"
 
 
+KUBECONFIG_HELP = "The federation's kubeconfig (default: $KUBECONFIG, else the one `up`/`serve` write)."
+CONTEXT_HELP = "The kubeconfig context to use (default: its current-context)."
+
+
 @click.group(cls=FederationGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--server", envvar="FEDERATION_SERVER", default=None, help="API server URL.")
-@click.option("--token", envvar="FEDERATION_TOKEN", default=None, help="Bearer token.")
+@click.option("--kubeconfig", default=None, help=KUBECONFIG_HELP)
+@click.option("--context", default=None, help=CONTEXT_HELP)
+@click.option(
+    "--server", envvar="FEDERATION_SERVER", default=None, help="API server URL (over the kubeconfig's)."
+)
+@click.option(
+    "--token", envvar="FEDERATION_TOKEN", default=None, help="Bearer token (over the kubeconfig's)."
+)
+@click.option("--certificate-authority", default=None, help="CA file that verifies the server.")
+@click.option("--insecure-skip-tls-verify", is_flag=True, help="Do not verify the server's certificate.")
 @click.option("--config", "config_file", envvar="FEDERATION_CONFIG", default=None, help="Settings file.")
 @click.version_option(package_name="federation")
 @click.pass_context
-def cli(ctx: click.Context, server: str | None, token: str | None, config_file: str | None) -> None:
+def cli(
+    ctx: click.Context,
+    kubeconfig: str | None,
+    context: str | None,
+    server: str | None,
+    token: str | None,
+    certificate_authority: str | None,
+    insecure_skip_tls_verify: bool,
+    config_file: str | None,
+) -> None:
     """Multi-cluster Kubernetes federation: Karmada's objects, one Python service."""
     if ctx.obj is None:
         ctx.obj = CliContext()
-    ctx.obj.server, ctx.obj.token, ctx.obj.config_file = server, token, config_file
+    obj: CliContext = ctx.obj
+    obj.server, obj.token, obj.config_file = server, token, config_file
+    obj.kubeconfig, obj.context, obj.certificate_authority = kubeconfig, context, certificate_authority
+    obj.insecure_skip_tls_verify = insecure_skip_tls_verify
+
+
+def _store(field: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
+    def callback(ctx: click.Context, _param: click.Parameter, value: Any) -> Any:
+        if value is not None:
+            setattr(ctx.ensure_object(CliContext), field, value)
+        return value
+
+    return callback
+
+
+def connection_options(command: click.Command) -> None:
+    """`--kubeconfig`/`--context` after the verb too (`federation get rb --context x`), as kubectl takes
+    them anywhere; a command with its own (join, agent: the member's) keeps its meaning."""
+    taken = {opt for param in command.params for opt in getattr(param, "opts", [])}
+    for flag, field, text in (
+        ("--kubeconfig", "kubeconfig", KUBECONFIG_HELP),
+        ("--context", "context", CONTEXT_HELP),
+    ):
+        if flag not in taken:
+            option = click.Option([flag], expose_value=False, callback=_store(field), help=text)
+            command.params.append(option)
 
 
 def _register() -> None:
@@ -68,13 +115,15 @@ def _register() -> None:
         cmd_up,
     )
 
-    commands = (
+    server_side = (
         cmd_server.serve_command,
         cmd_server.db_group,
         cmd_server.token_group,
         cmd_sim.sim_command,
         cmd_up.up_command,
         cmd_agent.agent_command,
+    )
+    client_side = (
         cmd_apply.apply_command,
         cmd_apply.delete_command,
         cmd_get.get_command,
@@ -83,7 +132,9 @@ def _register() -> None:
         cmd_plan.plan_command,
         cmd_rebalance.rebalance_command,
     )
-    for command in commands:
+    for command in client_side:
+        connection_options(command)
+    for command in (*server_side, *client_side):
         cli.add_command(command)
 
 

@@ -80,6 +80,9 @@ class AgentConfig:
     request_timeout_seconds: float = 10.0
     holder: str = field(default_factory=default_holder)
     transport: httpx.BaseTransport | None = None  # tests route the API calls in-process
+    # The CA that verifies the federation's HTTPS server (its kubeconfig's); None: the system roots.
+    ca_pem: bytes | None = None
+    insecure: bool = False  # insecure-skip-tls-verify
 
     @property
     def renew_interval_seconds(self) -> float:
@@ -127,6 +130,8 @@ class Agent:
             config.cluster,
             timeout=config.request_timeout_seconds,
             transport=config.transport,
+            ca_pem=config.ca_pem,
+            insecure=config.insecure,
         )
         self.wall = wall
         self.record: AppliedRecord | None = None  # None until rebuilt from the member

@@ -43,10 +43,14 @@ class AgentApi:
         *,
         timeout: float = 10.0,
         transport: httpx.BaseTransport | None = None,
+        ca_pem: bytes | None = None,
+        insecure: bool = False,
     ) -> None:
         self.cluster = cluster
         self.namespace = execution_namespace(cluster)
-        self._api = ApiClient(server, token, timeout=timeout, transport=transport)
+        self._api = ApiClient(
+            server, token, timeout=timeout, transport=transport, ca_pem=ca_pem, insecure=insecure
+        )
 
     def close(self) -> None:
         self._api.close()

@@ -13,6 +13,9 @@ Invariants:
   of ``0.0001`` CPU is 1m, never 0 (a request never shrinks by rounding).
 - Every error is a ``ValueError`` whose message names the offending value (never a ``decimal`` exception);
   a well-formed value out of range raises its subclass ``QuantityRangeError``.
+- ``canonical_quantity`` prints a quantity as kubectl does (Go's ``Quantity.String``): in the format it was
+  written in (``128Mi`` stays ``128Mi``, never ``134217728``; ``1.5Gi`` is ``1536Mi``; ``0.5`` is ``500m``;
+  ``2000`` is ``2k``), a sum in the format of its first term.
 - A magnitude of ``MAX_MAGNITUDE`` (10^40) or more is refused. Kubernetes keeps such a value (it caps only
   binary-suffixed ones, at 2^63-1), but no resource is that large, and an exact integer of ``1e999999`` takes
   half a minute to build: one such request must not stall admission or a controller.
@@ -59,6 +62,13 @@ _QUANTITY_RE: Final = re.compile(
     r"^(?P<num>[+-]?(?:\d+\.?\d*|\.\d+))"
     r"(?:(?P<exp>[eE][+-]?\d+)|(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]?))$"
 )
+
+
+BINARY_SI: Final = "BinarySI"
+DECIMAL_SI: Final = "DecimalSI"
+DECIMAL_EXPONENT: Final = "DecimalExponent"
+_BINARY_SUFFIXES: Final = ("", *_BINARY)
+_DECIMAL_SUFFIXES: Final = {int(factor.adjusted()): suffix for suffix, factor in _DECIMAL.items()}
 
 
 class QuantityRangeError(ValueError):
@@ -193,3 +203,54 @@ def _format_integer(whole: int, binary: bool) -> str:
 
 def _plain(number: Decimal) -> str:
     return format(number.normalize(), "f")
+
+
+def quantity_format(value: QuantityInput) -> str:
+    """The format Kubernetes keeps with a parsed quantity and prints it back in: ``BinarySI`` for a Ki..Ei
+    suffix, ``DecimalExponent`` for an exponent (``1e3``), else (numbers too) ``DecimalSI``."""
+    match = _QUANTITY_RE.match(value) if isinstance(value, str) else None
+    if match is not None and match["exp"]:
+        return DECIMAL_EXPONENT
+    if match is not None and match["suffix"] in _BINARY:
+        return BINARY_SI
+    return DECIMAL_SI
+
+
+def canonical_quantity(value: QuantityInput, fmt: str | None = None) -> str:
+    """``value`` as kubectl prints it (Go's ``CanonicalizeBytes``), in ``fmt`` (default: ``value``'s own).
+
+    BinarySI: the largest binary suffix that keeps the number whole; below 1024 or fractional it prints as
+    DecimalSI. DecimalSI/DecimalExponent: the number with its exponent a multiple of three, as a suffix
+    (``m``, ``k``, ``M`` ...) or as ``e<exponent>``.
+    """
+    number = parse_quantity(value)
+    fmt = fmt or quantity_format(value)
+    if number == 0:
+        return "0"
+    if fmt == BINARY_SI and abs(number) >= 1024 and number == number.to_integral_value():
+        return _base1024(int(number))
+    return _base1000(number, exponent_form=fmt == DECIMAL_EXPONENT)
+
+
+def _base1024(whole: int) -> str:
+    power = 0
+    while power < len(_BINARY_SUFFIXES) - 1 and whole % 1024 == 0:
+        whole //= 1024
+        power += 1
+    return f"{whole}{_BINARY_SUFFIXES[power]}"
+
+
+def _base1000(number: Decimal, *, exponent_form: bool) -> str:
+    with localcontext() as ctx:
+        ctx.prec = _PRECISION
+        sign, digits, exponent = number.normalize().as_tuple()
+    assert isinstance(exponent, int)  # finite: parse_quantity refuses anything else
+    shift = exponent % 3  # down to a multiple of three, the mantissa taking the digits
+    mantissa = int("".join(map(str, digits))) * 10**shift
+    exponent -= shift
+    text = f"{'-' if sign else ''}{mantissa}"
+    if exponent == 0:
+        return text
+    if not exponent_form and exponent in _DECIMAL_SUFFIXES:
+        return text + _DECIMAL_SUFFIXES[exponent]
+    return f"{text}e{exponent}"

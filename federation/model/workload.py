@@ -23,7 +23,7 @@ from typing import Any
 
 from federation.model.base import INT32_MAX
 from federation.model.jsonvalue import clone
-from federation.model.quantity import format_quantity, parse_quantity
+from federation.model.quantity import DECIMAL_SI, canonical_quantity, parse_quantity, quantity_format
 
 REPLICA_KINDS = frozenset({("apps", "Deployment"), ("apps", "StatefulSet"), ("apps", "ReplicaSet")})
 JOB = ("batch", "Job")
@@ -94,9 +94,11 @@ def resource_request_of(template: Mapping[str, Any]) -> dict[str, str]:
     path = "spec" if _group_kind(template) == POD else "spec.template.spec"
     total = _sum_requests(_containers(pod, "containers", path))
     for where, init in _containers(pod, "initContainers", path):
-        for name, value in _requests(init, where).items():
-            total[name] = max(total.get(name, Decimal(0)), value)
-    return {name: format_quantity(value) for name, value in sorted(total.items()) if value > 0}
+        for name, amount in _requests(init, where).items():
+            if name not in total or amount[0] > total[name][0]:
+                total[name] = amount
+    # Printed as Kubernetes prints the sum (128Mi stays 128Mi): in the format of its first term.
+    return {name: canonical_quantity(value, fmt) for name, (value, fmt) in sorted(total.items()) if value > 0}
 
 
 def _containers(pod: Mapping[str, Any], field: str, path: str) -> list[tuple[str, Mapping[str, Any]]]:
@@ -109,15 +111,20 @@ def _containers(pod: Mapping[str, Any], field: str, path: str) -> list[tuple[str
     return [(f"{here}[{i}]", c) for i, c in enumerate(value)]
 
 
-def _sum_requests(containers: list[tuple[str, Mapping[str, Any]]]) -> dict[str, Decimal]:
-    total: dict[str, Decimal] = {}
+# A request's value and the Kubernetes format it prints in (``quantity_format``).
+Amount = tuple[Decimal, str]
+
+
+def _sum_requests(containers: list[tuple[str, Mapping[str, Any]]]) -> dict[str, Amount]:
+    total: dict[str, Amount] = {}
     for where, container in containers:
-        for name, value in _requests(container, where).items():
-            total[name] = total.get(name, Decimal(0)) + value
+        for name, (value, fmt) in _requests(container, where).items():
+            previous = total.get(name)
+            total[name] = (value, fmt) if previous is None else (previous[0] + value, previous[1])
     return total
 
 
-def _requests(container: Mapping[str, Any], path: str) -> dict[str, Decimal]:
+def _requests(container: Mapping[str, Any], path: str) -> dict[str, Amount]:
     resources = _object(container, "resources", path)
     here = _join(path, "resources")
     # Kubernetes defaults requests to limits when only limits are given.
@@ -129,11 +136,11 @@ def _requests(container: Mapping[str, Any], path: str) -> dict[str, Decimal]:
     return {str(name): _quantity(value, where) for name, (value, where) in merged.items()}
 
 
-def _quantity(value: Any, path: str) -> Decimal:
+def _quantity(value: Any, path: str) -> Amount:
     if value is None:  # JSON null decodes to a zero Quantity
-        return Decimal(0)
+        return Decimal(0), DECIMAL_SI
     try:
-        return parse_quantity(value)
+        return parse_quantity(value), quantity_format(value)
     except ValueError as exc:
         raise InvalidTemplate(f"{path}: {exc}") from exc
 

@@ -106,7 +106,7 @@ def test_errors_are_one_line_and_non_zero(federation_server, tmp_path):
 
 
 def test_no_server_configured_is_a_clear_error(tmp_path, monkeypatch):
-    monkeypatch.setenv("FEDERATION_CLIENT_CONFIG", str(tmp_path / "none.yaml"))
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "none.yaml"))
     monkeypatch.delenv("FEDERATION_SERVER", raising=False)
     result = CliRunner().invoke(cli, ["get", "rb"])
     assert result.exit_code == 1
@@ -130,7 +130,7 @@ def test_apply_retries_when_a_controller_writes_between_read_and_write(federatio
             raced["done"] = True
             with federation_server.client() as http:
                 assert http.put(status_path, json={"status": {"readyReplicas": 1}}).status_code == 200
-        with httpx.Client(base_url=federation_server.url) as real:
+        with httpx.Client(base_url=federation_server.url, verify=federation_server.verify) as real:
             sent = real.send(
                 real.build_request(
                     request.method,

@@ -61,7 +61,7 @@ def test_describe_rb_reads_the_per_cluster_explanation_from_the_decision(federat
         )
     described = run("describe", "rb", meta["name"])
     assert described.exit_code == 0, described.output
-    lines = described.output.splitlines()
+    lines = described.output.split("Scheduling explanation:\n", 1)[1].splitlines()  # spec names clusters too
     assert "  Result: Success, trigger: PlacementChanged, strategy: StaticWeight" in lines
     member1 = next(line for line in lines if line.strip().startswith("member1"))
     assert member1.split()[:5] == ["member1", "selected", "3", "110", "0"]

@@ -1,6 +1,7 @@
 """Every file the project writes that holds a secret is the owner's only: the data directory 0700, the SQLite
-database (and its WAL) 0600, the key file 0600, the client config 0600, every kubeconfig 0600 — whatever
-the umask (the tests run with umask 0, where a default-mode file would be world-writable)."""
+database (and its WAL) 0600, the key file 0600, the CA's and the serving certificate's keys 0600 (their
+directory 0700), every kubeconfig 0600 — whatever the umask (the tests run with umask 0, where a
+default-mode file would be world-writable)."""
 
 from __future__ import annotations
 
@@ -15,12 +16,12 @@ from click.testing import CliRunner
 from sqlalchemy import text
 
 from federation.cli import cmd_sim
-from federation.cli.client import write_client_config
 from federation.cli.cmd_up import start_up
 from federation.cli.main import cli
 from federation.members.kubeconfig import write_kubeconfig
 from federation.settings import load_settings
 from federation.store.db import make_engine, private_directory
+from tests.conftest import point_cli_at
 
 
 def mode(path: Path) -> int:
@@ -29,9 +30,8 @@ def mode(path: Path) -> int:
 
 @pytest.fixture(autouse=True)
 def permissive_umask(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("FEDERATION_CLIENT_CONFIG", str(tmp_path / "client.yaml"))
-    for name in ("FEDERATION_SERVER", "FEDERATION_TOKEN", "FEDERATION_CONFIG", "FEDERATION_DATABASE_URL"):
-        monkeypatch.delenv(name, raising=False)
+    point_cli_at(monkeypatch, tmp_path / "data" / "federation.kubeconfig")
+    monkeypatch.delenv("FEDERATION_DATABASE_URL", raising=False)
     previous = os.umask(0)
     try:
         yield
@@ -39,16 +39,19 @@ def permissive_umask(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterato
         os.umask(previous)
 
 
-def test_up_writes_a_private_data_directory_database_key_and_client_config(tmp_path: Path) -> None:
+def test_up_writes_a_private_data_directory_database_keys_and_kubeconfigs(tmp_path: Path) -> None:
     settings = load_settings(data_dir=str(tmp_path / "data"), api={"port": 0})
-    stack = start_up(settings, tmp_path / "client.yaml", members=1, ready_delay=0.1)
+    stack = start_up(settings, members=1, ready_delay=0.1)
     try:
         data = tmp_path / "data"
         assert mode(data) == 0o700
         assert mode(data / "federation.db") == 0o600
         assert mode(data / "federation.db-wal") == 0o600  # WAL mode: SQLite copies the database's mode
         assert mode(data / "secret.key") == 0o600
-        assert mode(tmp_path / "client.yaml") == 0o600
+        assert mode(data / "pki") == 0o700
+        assert mode(data / "pki" / "ca.key") == mode(data / "pki" / "apiserver.key") == 0o600
+        assert mode(data / "federation.kubeconfig") == 0o600
+        assert mode(data / "members.kubeconfig") == 0o600
     finally:
         stack.stop()
 
@@ -104,13 +107,13 @@ def test_sim_kubeconfig_out_is_0600_even_over_an_open_file(
     assert "token: t" in out.read_text()
 
 
-def test_kubeconfig_and_client_config_writers_are_0600_over_leftovers(tmp_path: Path) -> None:
-    config = tmp_path / "client.yaml"
-    leftover = tmp_path / f".client.yaml.{os.getpid()}.tmp"  # a crashed earlier write
+def test_kubeconfig_writer_is_0600_over_leftovers(tmp_path: Path) -> None:
+    config = tmp_path / "federation.kubeconfig"
+    leftover = tmp_path / f".federation.kubeconfig.{os.getpid()}.tmp"  # a crashed earlier write
     leftover.write_text("")
     leftover.chmod(0o666)
-    write_client_config(config, "http://127.0.0.1:1", "fed_x")
+    write_kubeconfig(config, {"apiVersion": "v1", "kind": "Config"})
     assert mode(config) == 0o600 and not leftover.exists()
-    kubeconfig = tmp_path / "kube" / "config"
-    write_kubeconfig(kubeconfig, {"apiVersion": "v1", "kind": "Config"})
-    assert mode(kubeconfig) == 0o600
+    nested = tmp_path / "kube" / "config"
+    write_kubeconfig(nested, {"apiVersion": "v1", "kind": "Config"})
+    assert mode(nested) == 0o600

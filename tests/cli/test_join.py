@@ -14,7 +14,7 @@ from click.testing import CliRunner, Result
 
 from federation.cli.cmd_join import TaintChange, changed_taints, parse_taint
 from federation.cli.main import cli
-from federation.members.sim import RunningSimulator
+from federation.sim import RunningSimulator
 from tests.conftest import RunningServer
 
 NOW = "2026-01-01T00:00:00Z"
@@ -54,7 +54,8 @@ def test_join_inlines_files_and_unjoin(
     assert joined.exit_code == 0, joined.output
     assert joined.output == "cluster/m1 joined\n"
     created = cluster(federation_server, "m1")
-    assert created["spec"]["region"] == "r1" and created["metadata"]["labels"] == {"env": "prod"}
+    assert created["spec"]["region"] == "r1"
+    assert created["metadata"]["labels"] == {"env": "prod", "topology.kubernetes.io/region": "r1"}
     assert run("get", "clusters").output.splitlines()[1].startswith("m1")
     again = run("join", "m1", "--kubeconfig", str(path))
     assert again.exit_code == 1

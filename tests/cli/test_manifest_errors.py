@@ -12,6 +12,7 @@ from click.testing import CliRunner, Result
 
 from federation.cli.main import cli
 from federation.cli.manifests import MAX_EXPANDED_NODES
+from tests.conftest import point_cli_at
 
 NOWHERE = "http://127.0.0.1:9"  # discard port: nothing listens
 
@@ -193,7 +194,11 @@ OTHER_INPUTS: list[tuple[str, list[str], str]] = [
         ["token", "list", "--database-url", "postgresql://nobody@127.0.0.1:9/none"],
         "error: the database is not available: connection failed",
     ),
-    ("client config not YAML", ["get", "pp"], "error: the client config {dir}/client.yaml cannot be read"),
+    (
+        "kubeconfig of the CLI not YAML",
+        ["get", "pp"],
+        "error: the kubeconfig {dir}/client.yaml cannot be read",
+    ),
     (
         "extender CA file missing",
         [
@@ -220,9 +225,7 @@ def test_other_bad_inputs_are_one_line_too(
     extender = {"urlPrefix": "https://127.0.0.1:9/x", "filterVerb": "filter", "enableHTTPS": True}
     extender["tlsConfig"] = {"caFile": str(tmp_path / "missing-ca.pem")}
     (tmp_path / "extenders.yaml").write_text(yaml.safe_dump({"scheduler": {"extenders": [extender]}}))
-    monkeypatch.setenv("FEDERATION_CLIENT_CONFIG", str(tmp_path / "client.yaml"))
-    for name in ("FEDERATION_SERVER", "FEDERATION_TOKEN", "FEDERATION_CONFIG"):
-        monkeypatch.delenv(name, raising=False)
+    point_cli_at(monkeypatch, tmp_path / "client.yaml")
     argv = [arg.format(dir=tmp_path) for arg in args]
     result = CliRunner().invoke(cli, argv, catch_exceptions=False)
     assert result.exit_code == 1, result.output

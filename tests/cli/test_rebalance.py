@@ -22,7 +22,7 @@ from federation.cli import cmd_rebalance
 from federation.cli.client import ClientConfig, FederationClient
 from federation.cli.context import CliContext
 from federation.cli.main import cli
-from tests.conftest import RunningServer
+from tests.conftest import RunningServer, point_cli_at
 
 WRS = "/apis/apps.karmada.io/v1alpha1/workloadrebalancers"
 RBS = "/apis/work.karmada.io/v1alpha2/namespaces/{ns}/resourcebindings"
@@ -33,18 +33,16 @@ GENERATED = re.compile(r"^rebalance-nginx-[bcdfghjklmnpqrstvwxz2456789]{5}$")
 
 @pytest.fixture
 def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[RunningServer]:
-    """A real API server without controllers; the CLI finds it through its client config."""
+    """A real API server without controllers; the CLI finds it through the kubeconfig it wrote."""
     from federation.cli import server as launcher
     from federation.settings import load_settings
 
-    monkeypatch.setenv("FEDERATION_CLIENT_CONFIG", str(tmp_path / "client.yaml"))
-    for name in ("FEDERATION_SERVER", "FEDERATION_TOKEN", "FEDERATION_CONFIG"):
-        monkeypatch.delenv(name, raising=False)
+    point_cli_at(monkeypatch, tmp_path / "data" / "federation.kubeconfig")
     settings = load_settings(data_dir=str(tmp_path / "data"), api={"port": 0})
-    process = launcher.build(settings, tmp_path / "client.yaml", run_controllers=False)
+    process = launcher.build(settings, run_controllers=False)
     process.start_in_thread()
     try:
-        yield RunningServer(process, tmp_path / "client.yaml")
+        yield RunningServer(process)
     finally:
         process.stop()
 
@@ -379,7 +377,7 @@ def test_describe_wr_shows_workloads_as_a_table(server: RunningServer) -> None:
     text = result.stdout
     assert "TTL After Finished:   60s" in text and f"Finished:             {FINISHED_AT}" in text
     assert "observedWorkloads" not in text and "ttlSecondsAfterFinished" not in text
-    table = text[text.index("Workloads:") :].splitlines()[1:]
+    table = text[text.index("Workloads:") : text.index("\nEvents:")].splitlines()[1:]  # events come last
     assert [re.split(r"\s{3,}", line.strip()) for line in table] == [
         ["NAMESPACE", "WORKLOAD", "RESULT", "REASON"],
         ["shop", "deployment/nginx", "Successful"],

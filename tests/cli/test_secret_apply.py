@@ -14,7 +14,7 @@ from sqlalchemy import Text, cast, select
 
 from federation.cli.main import cli
 from federation.store.tables import ResourceTemplateRow, table_of
-from tests.conftest import RunningServer, start_server
+from tests.conftest import RunningServer, point_cli_at, start_server
 
 PASSWORD = "s3cret-P4ssw0rd-for-the-db"
 SECRET = {
@@ -29,9 +29,7 @@ SECRET = {
 
 @pytest.fixture
 def server(tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[RunningServer]:
-    monkeypatch.setenv("FEDERATION_CLIENT_CONFIG", str(tmp_path / "client.yaml"))
-    for name in ("FEDERATION_SERVER", "FEDERATION_TOKEN", "FEDERATION_CONFIG"):
-        monkeypatch.delenv(name, raising=False)
+    point_cli_at(monkeypatch, tmp_path / "data" / "federation.kubeconfig")
     running = start_server(tmp_path, database_url)
     yield running
     running.process.stop()
@@ -43,15 +41,20 @@ def apply(path: Path) -> str:
     return result.output.strip()
 
 
+def shown_secret() -> dict:
+    shown = CliRunner().invoke(cli, ["get", "secret", "db-credentials", "-o", "yaml"], catch_exceptions=False)
+    return yaml.safe_load(shown.output)
+
+
 def test_secret_is_encrypted_at_rest_and_reapply_is_unchanged(server: RunningServer, tmp_path: Path) -> None:
     path = tmp_path / "secret.yaml"
     path.write_text(yaml.safe_dump(SECRET))
     assert apply(path) == "secret/db-credentials created"
+    created = shown_secret()
     assert apply(path) == "secret/db-credentials unchanged"
-    shown = CliRunner().invoke(cli, ["get", "secret", "db-credentials", "-o", "yaml"], catch_exceptions=False)
-    stored = yaml.safe_load(shown.output)
+    stored = shown_secret()
     assert stored["data"] == SECRET["data"] and stored["stringData"] == SECRET["stringData"]
-    assert stored["metadata"]["resourceVersion"] == "1"  # the second apply wrote nothing
+    assert stored["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]  # nothing written
     assert server.process.api_context is not None
     table = table_of(ResourceTemplateRow)
     with server.process.api_context.engine.connect() as connection:

@@ -10,27 +10,31 @@ import time
 from pathlib import Path
 
 import httpx
-import yaml
+
+from federation.apiclient import tls_verify
+from federation.cli.clientconfig import ClientFlags, resolve
 
 FEDERATION = [sys.executable, "-m", "federation"]
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("FEDERATION_")}
-    env["FEDERATION_CLIENT_CONFIG"] = str(tmp_path / "client.yaml")
+    env["KUBECONFIG"] = str(tmp_path / "data" / "federation.kubeconfig")
+    env["FEDERATION_CLIENT_CONFIG"] = str(tmp_path / "client.yaml")  # never the user's own (legacy) file
     return env
 
 
 def _wait_for_config(path: Path, process: subprocess.Popen, previous: str | None = None) -> dict:
+    """The server URL and token in the kubeconfig `serve` writes, once it names a new server."""
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         assert process.poll() is None, process.stdout.read() if process.stdout else "serve exited"
         if path.exists():
-            config = yaml.safe_load(path.read_text()) or {}
-            if config.get("server") and config.get("server") != previous:
-                return config
+            config = resolve(ClientFlags(kubeconfig=str(path)))
+            if config.server != previous:
+                return {"server": config.server, "token": config.token, "ca": config.ca_pem}
         time.sleep(0.05)
-    raise AssertionError("serve never wrote the client config")
+    raise AssertionError("serve never wrote the kubeconfig")
 
 
 def _serve(tmp_path: Path) -> subprocess.Popen:
@@ -40,11 +44,11 @@ def _serve(tmp_path: Path) -> subprocess.Popen:
     )
 
 
-def _wait_ready(url: str) -> None:
+def _wait_ready(url: str, ca: bytes | None) -> None:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
-            if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
+            if httpx.get(f"{url}/readyz", timeout=2, verify=tls_verify(ca)).status_code == 200:
                 return
         except httpx.HTTPError:
             pass
@@ -57,13 +61,14 @@ def _stop(process: subprocess.Popen) -> None:
     process.wait(timeout=30)
 
 
-def test_first_start_creates_admin_token_and_client_config_later_starts_keep_it(tmp_path):
-    config_path = tmp_path / "client.yaml"
+def test_first_start_creates_admin_token_and_kubeconfig_later_starts_keep_it(tmp_path):
+    config_path = tmp_path / "data" / "federation.kubeconfig"
     first = _serve(tmp_path)
     try:
         config = _wait_for_config(config_path, first)
         assert stat.S_IMODE(config_path.stat().st_mode) == 0o600
-        _wait_ready(config["server"])
+        assert config["server"].startswith("https://127.0.0.1:") and config["ca"]
+        _wait_ready(config["server"], config["ca"])
         listed = subprocess.run(
             [*FEDERATION, "get", "pp", "-A"], env=_env(tmp_path), capture_output=True, text=True
         )
@@ -77,10 +82,11 @@ def test_first_start_creates_admin_token_and_client_config_later_starts_keep_it(
     second = _serve(tmp_path)
     try:
         again = _wait_for_config(config_path, second, previous=config["server"])
-        assert again["token"] == config["token"]
-        _wait_ready(again["server"])
+        assert again["token"] == config["token"] and again["ca"] == config["ca"]  # the CA is kept
+        _wait_ready(again["server"], again["ca"])
         headers = {"Authorization": f"Bearer {again['token']}"}
-        assert httpx.get(f"{again['server']}/apis", headers=headers).status_code == 200
+        verify = tls_verify(again["ca"])
+        assert httpx.get(f"{again['server']}/apis", headers=headers, verify=verify).status_code == 200
     finally:
         _stop(second)
 

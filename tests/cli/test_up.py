@@ -10,27 +10,29 @@ from typing import Any
 
 import httpx
 import pytest
+import yaml
 from click.testing import CliRunner
 
+from federation.apiclient import tls_verify
 from federation.cli import cmd_up
 from federation.cli.cmd_up import UpStack, member_specs, start_up
 from federation.cli.main import cli
 from federation.settings import load_settings
 from federation.store.clusters import ClusterRepository
+from tests.conftest import point_cli_at
 
 CLUSTERS = "/apis/cluster.karmada.io/v1alpha1/clusters"
 
 
 @pytest.fixture(autouse=True)
 def _isolated_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("FEDERATION_CLIENT_CONFIG", str(tmp_path / "client.yaml"))
-    for name in ("FEDERATION_SERVER", "FEDERATION_TOKEN", "FEDERATION_CONFIG", "FEDERATION_DATABASE_URL"):
-        monkeypatch.delenv(name, raising=False)
+    point_cli_at(monkeypatch, tmp_path / "data" / "federation.kubeconfig")
+    monkeypatch.delenv("FEDERATION_DATABASE_URL", raising=False)
 
 
 def start(tmp_path: Path, members: int = 3) -> UpStack:
     settings = load_settings(data_dir=str(tmp_path / "data"), api={"port": 0})
-    return start_up(settings, tmp_path / "client.yaml", members=members, ready_delay=0.1)
+    return start_up(settings, members=members, ready_delay=0.1)
 
 
 @pytest.fixture
@@ -43,7 +45,10 @@ def stack(tmp_path: Path) -> Iterator[UpStack]:
 
 
 def clusters(stack: UpStack, token: str) -> dict[str, dict[str, Any]]:
-    with httpx.Client(base_url=stack.process.url, headers={"Authorization": f"Bearer {token}"}) as http:
+    tls = stack.process.tls
+    assert tls is not None  # HTTPS by default
+    headers = {"Authorization": f"Bearer {token}"}
+    with httpx.Client(base_url=stack.process.url, headers=headers, verify=tls_verify(tls.ca_pem)) as http:
         items = http.get(CLUSTERS).json()["items"]
     return {c["metadata"]["name"]: c for c in items}
 
@@ -58,7 +63,12 @@ def test_member_shapes_differ_and_repeat_beyond_three() -> None:
 
 def test_up_joins_three_ready_members_and_configures_the_cli(stack: UpStack, tmp_path: Path) -> None:
     token = stack.process.admin_token
-    assert token and (tmp_path / "client.yaml").exists()
+    kubeconfig = yaml.safe_load((tmp_path / "data" / "federation.kubeconfig").read_text())
+    assert token and kubeconfig["users"][0]["user"]["token"] == token
+    assert kubeconfig["clusters"][0]["cluster"]["server"] == stack.process.url.replace("http://", "https://")
+    members = yaml.safe_load(stack.members_kubeconfig.read_text())
+    assert [c["name"] for c in members["contexts"]] == ["member1", "member2", "member3"]
+    assert [c["cluster"]["server"] for c in members["clusters"]] == [sim.url for _, sim in stack.members]
     found = clusters(stack, token)
     assert sorted(found) == ["member1", "member2", "member3"]
     for spec, sim in stack.members:
@@ -115,9 +125,13 @@ def test_the_up_command_prints_how_to_use_it(tmp_path: Path, monkeypatch: pytest
         ["up", "--data-dir", str(tmp_path / "data"), "--port", "0", "--members", "2", "--ready-delay", "0.1"],
     )
     assert result.exit_code == 0, result.output
-    assert "federation is up: API server at http://127.0.0.1:" in result.output
+    data = tmp_path / "data"
+    assert "federation is up: API server at https://127.0.0.1:" in result.output
     assert "member1" in result.output and "member2" in result.output and "member3" not in result.output
-    assert "the CLI is configured" in result.output
+    assert f"export KUBECONFIG={data / 'federation.kubeconfig'}" in result.output
+    assert (
+        f"kubectl --kubeconfig {data / 'members.kubeconfig'} --context member1 get deploy -A" in result.output
+    )
     assert "federation apply -f config/examples/divided-static-weight.yaml" in result.output
     assert "federation get rb" in result.output and "federation get works -A" in result.output
     assert result.output.rstrip().endswith("stopped")

@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
-from federation.members.sim import RunningSimulator, SimulatorConfig, run_simulator_in_thread
+from federation.sim import RunningSimulator, SimulatorConfig, run_simulator_in_thread
 from tests.conftest import RunningServer, start_server
 from tests.e2e.test_three_members import DEPLOYMENTS, FAST, POLICIES, join, policy, put, wait_members
 from tests.members.helpers import deployment, wait_for

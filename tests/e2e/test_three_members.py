@@ -19,7 +19,7 @@ import pytest
 
 from federation.members.agent import Agent, AgentConfig
 from federation.members.client import KubernetesMemberClient
-from federation.members.sim import RunningSimulator, SimulatorConfig, run_simulator_in_thread
+from federation.sim import RunningSimulator, SimulatorConfig, run_simulator_in_thread
 from tests.conftest import RunningServer, start_server
 from tests.members.helpers import deployment, wait_for
 
@@ -178,6 +178,7 @@ def agent_factory(server: RunningServer) -> Iterator[Callable[[RunningSimulator]
             server=server.url,
             token=server.create_token("agent", sim.name),
             kubeconfig=sim.kubeconfig,
+            ca_pem=server.process.tls.ca_pem,  # the server's HTTPS CA, as its kubeconfig carries it
             lease_duration_seconds=4,
             sync_interval_seconds=0.2,
             status_interval_seconds=1,
