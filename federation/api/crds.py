@@ -126,6 +126,31 @@ def served_kinds(session: Session) -> list[KindInfo]:
     return [info for crd in crds if (found := definition(crd)) is not None for info in found.served_kinds()]
 
 
+def served_versions(session: Session) -> list[tuple[KindInfo, Mapping[str, Any]]]:
+    """Every kind and version applied CRDs serve, with the stored version entry (its schema and printer
+    columns), for the OpenAPI documents."""
+    crds, _ = _repository(session).list()
+    return [
+        (info, _version_entry(crd, info.version))
+        for crd in crds
+        if (found := definition(crd)) is not None
+        for info in found.served_kinds()
+    ]
+
+
+def version_entry(session: Session, info: KindInfo) -> Mapping[str, Any]:
+    """The stored CRD's ``spec.versions`` entry for the kind and version ``info`` names ({} when none): where
+    its ``additionalPrinterColumns`` and ``schema`` are."""
+    crd = _repository(session).get(None, f"{info.plural}.{info.group}")
+    return {} if crd is None else _version_entry(crd, info.version)
+
+
+def _version_entry(crd: Mapping[str, Any], version: str) -> Mapping[str, Any]:
+    versions = (crd.get("spec") or {}).get("versions") or []
+    found = (v for v in versions if isinstance(v, Mapping) and v.get("name") == version)
+    return next(found, {})
+
+
 def _repository(session: Session) -> ObjectRepository:
     return ObjectRepository(session, CRD_KIND, CRD_API_VERSION)
 

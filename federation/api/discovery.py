@@ -3,7 +3,7 @@ served: the registry's and those applied CustomResourceDefinitions define (the c
 
 Invariants:
 - Discovery lists exactly what the object paths serve: a kind is listed at a group/version iff requests
-  there resolve to it, with the same plural, scope and status subresource.
+  there resolve to it, with the same plural, scope, status and scale subresources.
 - A group's versions are in Kubernetes' priority order (GA, then beta, then alpha; higher numbers first:
   `CompareKubeAwareVersionStrings`), and its preferred version is the first, as kube-apiserver lists them.
 """
@@ -14,9 +14,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from federation.model.kinds import KindInfo
+from federation.model.kinds import KindInfo, has_scale
 
-VERBS = ["create", "delete", "get", "list", "update"]
+VERBS = ["create", "delete", "get", "list", "patch", "update"]
+READ_VERBS = ["get", "list"]
 _KUBE_VERSION = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
 _STABILITY = {None: 2, "beta": 1, "alpha": 0}
 
@@ -37,13 +38,14 @@ def version_priority(version: str) -> tuple[int, int, int, str]:
 
 @dataclass(frozen=True, slots=True)
 class Served:
-    """The kinds one answer describes."""
+    """The kinds one answer describes; ``read_only`` ones (Events: controllers record them) take get/list."""
 
     kinds: tuple[KindInfo, ...]
+    read_only: tuple[KindInfo, ...] = ()
 
     def _groups(self) -> dict[str, list[str]]:
         versions: dict[str, set[str]] = {}
-        for info in self.kinds:
+        for info in (*self.kinds, *self.read_only):
             if info.group:
                 versions.setdefault(info.group, set()).add(info.version)
         return {group: sorted(found, key=version_priority) for group, found in sorted(versions.items())}
@@ -60,13 +62,16 @@ class Served:
 
     def api_resource_list(self, group: str, version: str) -> dict[str, Any] | None:
         served = [k for k in self.kinds if k.group == group and k.version == version]
-        if not served:
+        readable = [k for k in self.read_only if k.group == group and k.version == version]
+        if not served and not readable:
             return None
-        resources: list[dict[str, Any]] = []
+        resources = [{**_resource(k), "verbs": READ_VERBS} for k in readable]
         for info in served:
             resources.append(_resource(info))
             if info.has_status:
                 resources.append(_status_resource(info))
+            if has_scale(info):
+                resources.append(_scale_resource(info))
         return {
             "kind": "APIResourceList",
             "apiVersion": "v1",
@@ -99,5 +104,18 @@ def _status_resource(info: KindInfo) -> dict[str, Any]:
         "singularName": "",
         "namespaced": info.namespaced,
         "kind": info.kind,
-        "verbs": ["get", "update"],
+        "verbs": ["get", "patch", "update"],
+    }
+
+
+def _scale_resource(info: KindInfo) -> dict[str, Any]:
+    """`{plural}/scale`: kubectl's scale client finds the Scale kind (autoscaling/v1) here."""
+    return {
+        "name": f"{info.plural}/scale",
+        "singularName": "",
+        "namespaced": info.namespaced,
+        "group": "autoscaling",
+        "version": "v1",
+        "kind": "Scale",
+        "verbs": ["get", "patch", "update"],
     }

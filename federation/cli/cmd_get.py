@@ -96,11 +96,37 @@ def describe_command(cli: CliContext, kind: str, name: str, namespace: str | Non
         if info.kind in ("ResourceBinding", "ClusterResourceBinding"):
             failover = cmd_evictions.history(client, namespace=ns or "", binding=name, limit=50)
             decided = latest_explanation(client, ns or "", name)
-    text = describe_text(obj, decided)
+        events = object_events(client, obj)
+    extra = None
     if failover:
         rows = cmd_evictions.history_rows(failover, with_binding=False)
-        text += "\nFailover events:\n" + "\n".join("  " + line for line in render_rows(rows).splitlines())
-    click.echo(text)
+        extra = "Failover events:\n" + "\n".join("  " + line for line in render_rows(rows).splitlines())
+    click.echo(describe_text(obj, decided, events=events, extra=extra))
+
+
+def object_events(client: FederationClient, obj: dict[str, Any]) -> list[dict[str, Any]]:
+    """The object's Events, found as kubectl describe finds them (fieldSelector on the involved object)."""
+    meta = obj.get("metadata") or {}
+    fields = {
+        "involvedObject.name": meta.get("name"),
+        "involvedObject.namespace": meta.get("namespace") or "",
+        "involvedObject.kind": obj.get("kind"),
+        "involvedObject.uid": meta.get("uid"),
+    }
+    selector = ",".join(f"{k}={v}" for k, v in fields.items() if v is not None)
+    path = f"/api/v1/namespaces/{meta['namespace']}/events" if meta.get("namespace") else "/api/v1/events"
+    items: list[dict[str, Any]] = []
+    params: dict[str, Any] = {"fieldSelector": selector, "limit": EVENTS_PAGE}
+    while True:
+        page = client.request("GET", path, params=params)
+        items += page.get("items") or []
+        token = (page.get("metadata") or {}).get("continue")
+        if not token:
+            return items
+        params = {**params, "continue": token}
+
+
+EVENTS_PAGE = 500
 
 
 DECISIONS_PATH = "/federation/v1/decisions"

@@ -1,4 +1,5 @@
-"""`federation describe`: one object for a human, kubectl-style sections.
+"""`federation describe`: one object for a human, in kubectl describe's layout (``kubectl_layout``) with
+the Events section last.
 
 Bindings get their scheduling explanation (the latest decision record, read from
 ``GET /federation/v1/decisions``; `status.schedulingExplanation` keeps its summary; shape in
@@ -14,68 +15,71 @@ only the status still lists (removed from the spec after they succeeded, as Karm
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import yaml
 
+from federation.cli.kubectl_layout import content_lines, event_lines, header_lines, tabbed
 from federation.cli.printers import observed_results, render_rows, workload_key
 
 EXPLANATION_KEY = "schedulingExplanation"
 REBALANCER_KIND = "WorkloadRebalancer"
 
 
-def describe_text(obj: dict[str, Any], decided: dict[str, Any] | None = None) -> str:
-    """``decided``: a binding's latest decision's whole explanation, shown instead of the summary its
-    status keeps (the per-cluster part lives in the decision record)."""
-    meta = obj.get("metadata") or {}
+def describe_text(
+    obj: dict[str, Any],
+    decided: dict[str, Any] | None = None,
+    *,
+    events: list[dict[str, Any]] | None = None,
+    extra: str | None = None,
+    now: datetime | None = None,
+) -> str:
+    """kubectl's generic layout of ``obj``, then what we add (a binding's scheduling explanation, a
+    rebalancer's workloads, ``extra``), then the Events section (``events``: the object's core/v1 Events;
+    None when they were not looked up, which leaves the section out).
+
+    ``decided``: a binding's latest decision's whole explanation, shown instead of the summary its status
+    keeps (the per-cluster part lives in the decision record)."""
     status = dict(obj.get("status") or {})
     explanation = decided or status.pop(EXPLANATION_KEY, None)
     status.pop(EXPLANATION_KEY, None)
-    conditions = status.pop("conditions", None)
-    lines = [
-        f"Name:         {meta.get('name', '')}",
-        f"Namespace:    {meta.get('namespace') or ''}",
-        f"Labels:       {_pairs(meta.get('labels'))}",
-        f"Annotations:  {_pairs(meta.get('annotations'))}",
-        f"API Version:  {obj.get('apiVersion', '')}",
-        f"Kind:         {obj.get('kind', '')}",
-        f"Generation:   {meta.get('generation', '')}",
-        f"Created:      {meta.get('creationTimestamp', '')}",
-    ]
-    body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata", "status")}
+    body = {k: v for k, v in obj.items() if k != "status"}
+    tail: list[str] = []
     if obj.get("kind") == REBALANCER_KIND:
-        lines += rebalancer_lines(obj)
+        spec = {k: v for k, v in (obj.get("spec") or {}).items() if k not in REBALANCER_SPEC_KEYS}
+        body = {**body, "spec": spec} if spec else {k: v for k, v in body.items() if k != "spec"}
         status = {k: v for k, v in status.items() if k not in REBALANCER_STATUS_KEYS}
-        body = {k: v for k, v in body.items() if k != "spec"}
-    for key, value in body.items():
-        lines += [f"{key.capitalize()}:", _indent(value)]
+        tail += rebalancer_lines(obj)
     if status:
-        lines += ["Status:", _indent(status)]
-    if conditions:
-        lines += ["Conditions:", _indent_text(render_rows(_condition_rows(conditions)))]
+        body["status"] = status
+    sections = [tabbed([*header_lines(obj), *content_lines(body)]), *tail]
     if explanation:
-        lines += ["Scheduling explanation:", _indent_text(explain_text(explanation))]
-    return "\n".join(lines)
+        sections += ["Scheduling explanation:", _indent_text(explain_text(explanation))]
+    if extra:
+        sections.append(extra)
+    if events is not None:
+        sections.append(tabbed(event_lines(events, now or datetime.now(UTC))))
+    return "\n".join(sections)
 
 
 REBALANCER_STATUS_KEYS = frozenset({"observedWorkloads", "finishTime", "observedGeneration"})
+REBALANCER_SPEC_KEYS = frozenset({"workloads", "ttlSecondsAfterFinished"})
 
 
 def rebalancer_lines(obj: dict[str, Any]) -> list[str]:
-    """The TTL, the finish time, the observed generation and the workloads table of a rebalancer; spec
-    fields other than workloads and the TTL (none today) are kept as YAML so nothing is hidden."""
+    """The TTL, the finish time, the observed generation and the workloads table of a rebalancer (its other
+    spec fields print with the rest of the object)."""
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
     ttl = spec.get("ttlSecondsAfterFinished")
-    lines = [
+    return [
         f"TTL After Finished:   {'<none>' if ttl is None else f'{ttl}s'}",
         f"Finished:             {status.get('finishTime') or '<none>'}",
         f"Observed Generation:  {status.get('observedGeneration', '<none>')}",
+        "Workloads:",
+        _indent_text(render_rows(rebalancer_rows(obj))),
     ]
-    rest = {k: v for k, v in spec.items() if k not in ("workloads", "ttlSecondsAfterFinished")}
-    if rest:
-        lines += ["Spec:", _indent(rest)]
-    return [*lines, "Workloads:", _indent_text(render_rows(rebalancer_rows(obj)))]
 
 
 def rebalancer_rows(obj: dict[str, Any]) -> list[list[str]]:
@@ -161,16 +165,6 @@ def _scores(scores: Any) -> str:
     return ", ".join(
         f"{k}={v.get('score')}x{v.get('weight', 1)}" for k, v in scores.items() if isinstance(v, dict)
     )
-
-
-def _condition_rows(conditions: list[dict[str, Any]]) -> list[list[str]]:
-    rows = [["TYPE", "STATUS", "REASON", "MESSAGE"]]
-    rows += [[str(c.get(k, "")) for k in ("type", "status", "reason", "message")] for c in conditions]
-    return rows
-
-
-def _pairs(mapping: dict[str, str] | None) -> str:
-    return ",".join(f"{k}={v}" for k, v in (mapping or {}).items()) or "<none>"
 
 
 def _indent(value: Any) -> str:

@@ -50,6 +50,7 @@ from federation.members.summary import ClusterSummary
 from federation.settings import ControllerSettings, MemberSettings
 from federation.store.clusters import ClusterRepository
 from federation.store.db import UnitOfWork
+from federation.store.events import EventEntry, EventRepository, InvolvedObject
 from federation.store.leases import Lease, LeaseRepository
 from federation.store.manifest import format_timestamp
 
@@ -63,6 +64,7 @@ STARTUP_GRACE_FACTOR = (
     1.5  # Karmada: --cluster-startup-grace-period 60s over --cluster-monitor-grace-period 40s
 )
 READY = ReadyCondition("True", REASON_READY, MESSAGE_READY)
+EVENT_SOURCE = "cluster-status-controller"
 
 # -- observations (member I/O) -----------------------------------------------------------------------
 
@@ -194,6 +196,20 @@ class Verdict:
     seen: Observation | None = None
 
 
+def ready_event(cluster: Mapping[str, Any], ready: ReadyCondition | None) -> EventEntry | None:
+    """The event that says Ready changed (None when it did not): Normal when the cluster became ready,
+    Warning otherwise, with the condition's reason and message (a repeat is counted, not added)."""
+    before = published_ready(cluster)
+    if ready is None or (before is not None and before.status == ready.status):
+        return None
+    meta = cluster.get("metadata") or {}
+    involved = InvolvedObject("Cluster", str(meta.get("name") or ""), "", str(meta.get("uid") or ""))
+    message = (
+        f"Ready is now {ready.status}: {ready.message}" if ready.message else f"Ready is now {ready.status}"
+    )
+    return EventEntry(involved, "Normal" if ready.status == "True" else "Warning", ready.reason, message)
+
+
 def plan(
     cluster: Mapping[str, Any], verdict: Verdict, stamp: str
 ) -> tuple[dict[str, Any] | None, list[Any] | None]:
@@ -240,7 +256,7 @@ class ClusterStatusController:
         verdicts = [self._verdict(c, seen, leases, now) for c in managed.values()]
         stamp = format_timestamp(now)
         changed = [v for v in verdicts if plan(managed[v.name], v, stamp) != (None, None)]
-        written = sum(self._write(v, stamp) for v in changed)
+        written = sum(self._write(v, stamp, now) for v in changed)
         self._renew_leases([v.name for v in verdicts if v.seen is not None and v.seen.healthy], now)
         return Outcome.of(written, "Cluster")
 
@@ -282,7 +298,7 @@ class ClusterStatusController:
         ready = self.debouncer.adjust(uid, published, observation.condition, now.timestamp())
         return Verdict(name, uid, ready, observation)
 
-    def _write(self, verdict: Verdict, stamp: str) -> int:
+    def _write(self, verdict: Verdict, stamp: str, now: datetime) -> int:
         with self.uow() as session:
             repo = ClusterRepository(session)
             fresh = repo.get(verdict.name)
@@ -291,6 +307,9 @@ class ClusterStatusController:
             status, taints = plan(fresh, verdict, stamp)
             if status is not None:
                 repo.objects.update_status("", verdict.name, status)
+                said = ready_event(fresh, verdict.ready)
+                if said is not None:  # only when Ready flips: rare, one upsert in this cluster's transaction
+                    EventRepository(session).record_many([said], now=now, source=EVENT_SOURCE)
             if taints is not None:
                 repo.set_taints(verdict.name, taints)
         return int(status is not None or taints is not None)

@@ -47,7 +47,7 @@ from federation.store.claims import Claim
 from federation.store.db import UnitOfWork
 from federation.store.derive import parse_timestamp
 from federation.store.errors import Conflict
-from federation.store.events import InvolvedObject
+from federation.store.events import EventEntry, EventRepository, InvolvedObject
 from federation.store.tables import ClusterRow, WorkRow
 from federation.store.works import WorkRepository, claim_for_push
 
@@ -56,6 +56,7 @@ log = logging.getLogger(__name__)
 WORK_KIND = "Work"
 APPLIED_SUCCESSFUL = "AppliedSuccessful"
 APPLIED_FAILED = "AppliedFailed"
+REASON_SYNC_FAILED = "SyncFailed"  # Karmada's EventReasonSyncWorkloadFailed
 APPLIED_MESSAGE = "Manifest has been successfully applied"
 SUSPEND_DISPATCHING = "SuspendDispatching"
 SUSPEND_MESSAGE = "Work dispatching is in a suspended state."
@@ -208,7 +209,27 @@ class WorkSync:
             except Exception as exc:  # recording one outcome failed: back it off, record the others
                 with self.uow() as session:
                     self._failed(session, claim, isolation.Failed(exc))
+        self._say_apply_failures(results, now)
         return len(results)
+
+    def _say_apply_failures(self, results: Sequence[SyncResult], now: datetime) -> None:
+        """Karmada's ``SyncFailed`` Warning on each Work whose apply failed, all in one upsert (a retry that
+        fails the same way counts up the same event)."""
+        said = [
+            EventEntry(
+                InvolvedObject(
+                    r.task.claim.kind, r.task.claim.name, r.task.claim.namespace, r.task.claim.uid
+                ),
+                "Warning",
+                REASON_SYNC_FAILED,
+                failure_message(r),
+            )
+            for r in results
+            if not r.ok and not r.task.delete and not r.task.suspended
+        ]
+        if said:
+            with self.uow() as session:
+                EventRepository(session).record_many(said, now=now, source=self.name)
 
     def _failed(self, session: Session, item: Claim, failed: isolation.Failed) -> None:
         now = self.clock.now()

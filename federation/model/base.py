@@ -24,6 +24,7 @@ from pydantic.alias_generators import to_camel
 from federation.model.quantity import parse_quantity
 
 __all__ = [
+    "DOCUMENTED",
     "INT32_MAX",
     "INT32_MIN",
     "INT64_MAX",
@@ -58,6 +59,11 @@ def _quantity(value: Any) -> str:
 
 
 QuantityValue = Annotated[str, BeforeValidator(_quantity)]
+
+
+# For the classes whose field docs ``kubectl explain`` shows (the OpenAPI documents read attribute
+# docstrings): pydantic reads the class source for them, which costs import time, so not on every model.
+DOCUMENTED = ConfigDict(use_attribute_docstrings=True)
 
 
 class KubeModel(BaseModel):

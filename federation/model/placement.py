@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Literal
 
-from federation.model.base import Int64, KubeModel, StrictStr
+from federation.model.base import DOCUMENTED, Int64, KubeModel, StrictStr
 from federation.model.labels import LabelSelector, Requirement
 
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
@@ -95,10 +95,16 @@ class FieldSelector(KubeModel):
 class ClusterAffinity(KubeModel):
     """Selects clusters: not in ``exclude``, labels match, fields match, and in ``clusterNames`` if given."""
 
+    model_config = DOCUMENTED
+
     label_selector: LabelSelector | None = None
+    """Clusters whose labels match this selector; empty or absent matches every cluster."""
     field_selector: FieldSelector | None = None
+    """Clusters whose provider, region or zone match these requirements (operators In and NotIn)."""
     cluster_names: tuple[StrictStr, ...] | None = None
+    """Only these clusters, when given."""
     exclude: tuple[StrictStr, ...] | None = None
+    """Never these clusters, whatever else matches."""
 
     def matches_cluster(
         self,
@@ -148,10 +154,18 @@ class ClusterAffinityTerm(ClusterAffinity):
 
 
 class SpreadConstraint(KubeModel):
+    """How the selected clusters spread over a topology: between minGroups and maxGroups groups of it."""
+
+    model_config = DOCUMENTED
+
     spread_by_field: Literal["cluster", "region", "zone", "provider", ""] | None = None
+    """The cluster field that forms the groups (cluster, region, zone or provider); not with spreadByLabel."""
     spread_by_label: StrictStr | None = None
+    """The cluster label whose values form the groups; not with spreadByField."""
     max_groups: Int64 | None = None
+    """At most this many groups are selected."""
     min_groups: Int64 | None = None
+    """At least this many groups must be selected, or scheduling fails (default 1)."""
 
     def effective_field(self) -> str:
         """The grouping field after Karmada's defaulting: ``cluster`` when neither field nor label is set."""
@@ -175,19 +189,37 @@ class ClusterPreferences(KubeModel):
 
 
 class ReplicaSchedulingStrategy(KubeModel):
+    """How the replicas of a workload are assigned to the selected clusters."""
+
+    model_config = DOCUMENTED
+
     replica_scheduling_type: Literal["Duplicated", "Divided", ""] | None = None
+    """Duplicated: every selected cluster runs all the replicas. Divided (the default when this strategy is
+    given): the replicas are split among the selected clusters."""
     replica_division_preference: Literal["Aggregated", "Weighted", ""] | None = None
+    """For Divided: Aggregated packs the replicas into as few clusters as fit them; Weighted (the default)
+    splits them by weightPreference."""
     weight_preference: ClusterPreferences | None = None
+    """For Weighted: static weights per cluster, or dynamic weights by available replicas."""
 
 
 class Placement(KubeModel):
     """Where a workload may go and how its replicas are split."""
 
+    model_config = DOCUMENTED
+
     cluster_affinity: ClusterAffinity | None = None
+    """The clusters the workload may be scheduled to; not together with clusterAffinities."""
     cluster_affinities: tuple[ClusterAffinityTerm, ...] | None = None
+    """Named groups of clusters, tried in order: the first group the workload fits in is used, so a later
+    group is a fallback for an earlier one. Not together with clusterAffinity."""
     cluster_tolerations: tuple[Toleration, ...] | None = None
+    """Taints of clusters this workload tolerates (NoSchedule to be placed there, NoExecute to stay)."""
     spread_constraints: tuple[SpreadConstraint, ...] | None = None
+    """How the selected clusters spread over clusters, regions, zones or providers."""
     replica_scheduling: ReplicaSchedulingStrategy | None = None
+    """How the replicas of a workload with spec.replicas are assigned to the selected clusters; without it
+    every selected cluster gets all of them (Duplicated)."""
 
     def replica_scheduling_type(self) -> Literal["Duplicated", "Divided"]:
         """Karmada ``Placement.ReplicaSchedulingType()`` plus the CRD default (empty type → Divided)."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from federation.model.base import Field, Int32, KubeModel, StrictBool, StrictStr
+from federation.model.base import DOCUMENTED, Field, Int32, KubeModel, StrictBool, StrictStr
 from federation.model.labels import LabelSelector
 from federation.model.meta import ObjectMeta
 from federation.model.placement import Placement
@@ -138,20 +138,42 @@ class SchedulePriority(KubeModel):
 
 
 class PropagationSpec(KubeModel):
+    """Which resource templates a policy claims and where they are propagated."""
+
+    model_config = DOCUMENTED
+
     resource_selectors: tuple[ResourceSelector, ...]
+    """The resource templates this policy claims (by apiVersion and kind, then name or labelSelector); an
+    empty list claims nothing."""
     association: StrictBool | None = None
+    """Deprecated: use propagateDeps."""
     propagate_deps: StrictBool | None = None
+    """Propagate what a workload refers to (ConfigMaps, Secrets, ...) to the same clusters."""
     placement: Placement = Placement()
+    """Which clusters the claimed resources go to and how their replicas are split."""
     priority: Int32 | None = None
+    """Among policies that match the same resource template, the one with the highest priority claims it
+    (default 0)."""
     preemption: Literal["Always", "Never", ""] | None = None
+    """Always: this policy takes resource templates already claimed by a lower-priority policy. Never (the
+    default): it does not."""
     dependent_overrides: tuple[StrictStr, ...] | None = None
+    """OverridePolicies that must exist before this policy takes effect."""
     scheduler_name: StrictStr | None = None
+    """The scheduler that schedules the claimed resources (default-scheduler)."""
     failover: FailoverBehavior | None = None
+    """How workloads move away from failed clusters or failing applications; absent: no failover."""
     conflict_resolution: Literal["Abort", "Overwrite", ""] | None = None
+    """When the resource already exists in a member cluster: Abort (the default) leaves it alone and reports
+    the conflict, Overwrite takes it over."""
     activation_preference: Literal["Lazy", ""] | None = None
+    """Lazy: a change of this policy applies to a resource template only at the template's next change."""
     suspension: Suspension | None = None
+    """Suspends scheduling, or dispatching to all or some clusters."""
     preserve_resources_on_deletion: StrictBool | None = None
+    """Keep the propagated resources in the member clusters when the resource template is deleted."""
     schedule_priority: SchedulePriority | None = None
+    """Where the scheduling priority of the claimed workloads comes from (a PriorityClass)."""
 
     def effective_priority(self) -> int:
         return self.priority or 0

@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from federation.store import retention
 from federation.store.tables import SchedulingDecisionRow
 
 
@@ -49,6 +50,16 @@ class Decision:
 class DecisionRepository:
     def __init__(self, session: Session) -> None:
         self.session = session
+
+    def prune(self, before: datetime, batch: int = 1000) -> int:
+        """Delete at most ``batch`` decisions made before ``before`` (oldest first); returns how many."""
+        row = SchedulingDecisionRow
+        return retention.prune_before(self.session, row, row.created_at, before, batch)
+
+    def trim(self, keep: int, batch: int = 1000) -> int:
+        """Delete at most ``batch`` of the decisions beyond the ``keep`` newest; returns how many."""
+        row = SchedulingDecisionRow
+        return retention.trim_to(self.session, row, row.created_at, keep, batch)
 
     def append(self, decision: Decision) -> Decision:
         row = _row_of(decision)

@@ -1,7 +1,11 @@
 """Kubernetes-style events with count deduplication.
 
-Invariant: a repeat of the same (involved object, type, reason, message) is one upsert that bumps
-``count`` and ``last_timestamp``; concurrent recorders cannot create duplicates (``dedup_key`` is unique).
+Invariants:
+- A repeat of the same (involved object, type, reason, message) is one upsert that bumps ``count`` and
+  ``last_timestamp``; concurrent recorders cannot create duplicates (``dedup_key`` is unique).
+- Reading (``EventQuery``) pages by ``id`` (keyset, never OFFSET) with filters that are column comparisons,
+  so a page is one indexed query whatever the table holds.
+- Retention deletes in bounded batches (``prune``, ``trim``): one statement never locks the whole table.
 """
 
 from __future__ import annotations
@@ -13,10 +17,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import ColumnElement, select
 from sqlalchemy.orm import Session
 
-from federation.store import dialect
+from federation.store import dialect, retention
 from federation.store.tables import EventRow, table_of
 
 EVENT_TYPES = frozenset({"Normal", "Warning"})
@@ -63,6 +67,7 @@ class Event:
     first_timestamp: datetime
     last_timestamp: datetime
     source: str = ""
+    id: int = 0
 
     @classmethod
     def from_row(cls, row: EventRow) -> Event:
@@ -78,6 +83,7 @@ class Event:
             first_timestamp=row.first_timestamp,
             last_timestamp=row.last_timestamp,
             source=row.source,
+            id=row.id,
         )
 
 
@@ -185,7 +191,65 @@ class EventRepository:
         statement = select(EventRow).order_by(EventRow.last_timestamp.desc(), EventRow.id.desc()).limit(limit)
         return [Event.from_row(row) for row in self.session.scalars(statement)]
 
-    def prune(self, before: datetime) -> int:
-        """Delete events last seen before ``before``; returns how many."""
-        result = self.session.execute(delete(EventRow).where(EventRow.last_timestamp < before))
-        return int(result.rowcount)  # type: ignore[attr-defined]
+    def list(self, query: EventQuery) -> tuple[list[Event], int | None]:
+        """One page of the events ``query`` selects, in recording order, and the id to continue after (None
+        on the last page)."""
+        statement = select(EventRow).where(*query.conditions()).order_by(EventRow.id)
+        rows = list(self.session.scalars(statement.limit(query.limit + 1)))
+        more = len(rows) > query.limit
+        rows = rows[: query.limit]
+        return [Event.from_row(row) for row in rows], (rows[-1].id if more and rows else None)
+
+    def get(self, event_id: int) -> Event | None:
+        row = self.session.get(EventRow, event_id)
+        return None if row is None else Event.from_row(row)
+
+    def prune(self, before: datetime, batch: int = 1000) -> int:
+        """Delete at most ``batch`` events last seen before ``before`` (oldest first); returns how many."""
+        return retention.prune_before(self.session, EventRow, EventRow.last_timestamp, before, batch)
+
+    def trim(self, keep: int, batch: int = 1000) -> int:
+        """Delete at most ``batch`` of the events beyond the ``keep`` most recently seen; returns how many."""
+        return retention.trim_to(self.session, EventRow, EventRow.last_timestamp, keep, batch)
+
+
+# Event fields a query can compare, by the column that holds them.
+QUERY_COLUMNS = {
+    "kind": EventRow.involved_kind,
+    "namespace": EventRow.involved_namespace,
+    "name": EventRow.involved_name,
+    "uid": EventRow.involved_uid,
+    "type": EventRow.type,
+    "reason": EventRow.reason,
+    "source": EventRow.source,
+}
+# Events about cluster-scoped objects live in this namespace, as kube-apiserver records them.
+CLUSTER_SCOPED_EVENT_NAMESPACE = "default"
+
+
+@dataclass(frozen=True, slots=True)
+class EventQuery:
+    """Which events to read: those in ``namespace`` (None: all), matching every ``(field, equal, value)``
+    comparison (fields of ``QUERY_COLUMNS``), after ``after_id``, at most ``limit``."""
+
+    namespace: str | None = None
+    comparisons: tuple[tuple[str, bool, str], ...] = ()
+    after_id: int = 0
+    limit: int = 500
+
+    def conditions(self) -> list[ColumnElement[bool]]:
+        found: list[ColumnElement[bool]] = [EventRow.id > self.after_id]
+        if self.namespace is not None:
+            found.append(in_event_namespace(self.namespace))
+        for field, equal, value in self.comparisons:
+            column = QUERY_COLUMNS[field]
+            found.append(column == value if equal else column != value)
+        return found
+
+
+def in_event_namespace(namespace: str) -> ColumnElement[bool]:
+    """Events whose namespace is ``namespace``: about objects in it, and for ``default`` also about
+    cluster-scoped objects."""
+    if namespace == CLUSTER_SCOPED_EVENT_NAMESPACE:
+        return EventRow.involved_namespace.in_(("", namespace))
+    return EventRow.involved_namespace == namespace
