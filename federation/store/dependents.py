@@ -1,9 +1,9 @@
 """What deleting an object does to the objects that depend on it, in the same transaction.
 
 Invariants (Kubernetes garbage collection and Karmada's detector, done in SQL):
-- Deleting a resource template deletes its (Cluster)ResourceBindings: a binding's ownerReference is its
-  template. The bindings' Works lose their `binding_id` (ON DELETE SET NULL) and so become orphans the
-  execution controller removes from the members.
+- Deleting a resource template deletes its (Cluster)ResourceBindings (each a DELETED in the change log): a
+  binding's ownerReference is its template. The bindings' Works lose their `binding_id` (ON DELETE SET
+  NULL) and so become orphans the execution controller removes from the members.
 - Deleting a (Cluster)PropagationPolicy leaves its bindings and the member objects in place (Karmada
   does not unpropagate on policy deletion) but queues the templates it claimed for detection, so
   another matching policy can claim them.
@@ -21,11 +21,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from federation.model.workloadpolicy import APPLIED_WORKLOAD_POLICY_ANNOTATION
-from federation.store import claims, derive, requeue
+from federation.store import changelog, claims, derive, requeue
 from federation.store.tables import (
     BindingTargetClusterRow,
     ClusterPropagationPolicyRow,
@@ -54,13 +54,8 @@ def before_delete(session: Session, row: ObjectMixin) -> None:
 
 def _delete_bindings_of_template(session: Session, template_uid: str) -> None:
     bindings = table_of(ResourceBindingRow)
-    doomed = select(bindings.c.namespace, bindings.c.annotations).where(
-        bindings.c.template_uid == template_uid
-    )
-    _free_workload_policy_quota(
-        session, [(ns, annotations or {}) for ns, annotations in session.execute(doomed)]
-    )
-    session.execute(delete(bindings).where(bindings.c.template_uid == template_uid))
+    gone = changelog.delete_returning(session, ResourceBindingRow, bindings.c.template_uid == template_uid)
+    _free_workload_policy_quota(session, [(row.namespace, row.annotations or {}) for row in gone])
 
 
 def _free_workload_policy_quota(session: Session, deleted: Sequence[tuple[str, Mapping[str, Any]]]) -> None:

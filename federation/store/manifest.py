@@ -6,7 +6,7 @@ Invariants:
 - Server-owned metadata (uid, resourceVersion, generation, creationTimestamp) is never taken from the
   caller's manifest; ``split`` drops it.
 - ``metadata.resourceVersion`` is rendered as a string, as in Kubernetes; it is the row's
-  ``resource_version`` integer.
+  ``resource_version``: the global revision of its last write (``changelog``).
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """The generic repository for every API-object table, speaking plain Kubernetes-shaped dicts.
 
 Invariants:
-- ``resourceVersion`` is per object: "1" on create, +1 on every write that changes something (a no-op
-  replace writes nothing and keeps it). A stale ``metadata.resourceVersion`` is refused up front; a writer
-  that raced past that check still loses at flush (``UPDATE ... WHERE resource_version = :seen``).
+- ``resourceVersion`` is the global revision of the object's last write (``changelog``): every write that
+  changes something takes the next one, across all kinds (a no-op replace writes nothing and keeps it).
+  A stale ``metadata.resourceVersion`` is refused up front; a writer that raced past that check still
+  loses at flush (``UPDATE ... WHERE resource_version = :seen``).
 - ``generation`` starts at 1 and is bumped only when ``spec`` changes (for kinds without ``spec``: the
   top-level body beyond metadata/status). Status writes and metadata-only writes never bump it.
 - ``replace`` keeps ``status``, ``uid`` and ``creationTimestamp``; status is written only by
@@ -20,13 +21,13 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, delete, or_, select
+from sqlalchemy import ColumnElement, and_, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.exc import StaleDataError
 
 from federation.model.jsonvalue import clone
-from federation.store import dependents, derive, pagination
+from federation.store import changelog, dependents, derive, pagination
 from federation.store.errors import AlreadyExists, Conflict, NotFound
 from federation.store.kinds import table_for
 from federation.store.manifest import Parts, generation_content, join, split
@@ -236,7 +237,7 @@ class ObjectRepository:
         self._check_version(row, None if expected_rv is None else str(expected_rv))
         last = join(row)
         dependents.before_delete(self.session, row)
-        self.session.execute(delete(self.table).where(self.table.id == row.id))
+        changelog.delete_returning(self.session, self.table, self.table.id == row.id)
         self.session.expunge(row)
         return last
 

@@ -2,7 +2,8 @@
 that encrypts member credentials (``SecretBox``, Fernet), transparently for every repository.
 
 What is sealed: a Secret stored as a resource template (its top-level fields live in the ``extra`` column),
-and every v1 Secret among a Work's ``spec.workload.manifests`` (the copy rendered for a member cluster).
+and every v1 Secret among a Work's ``spec.workload.manifests`` (the copy rendered for a member cluster);
+the change log's copies of both the same way (``seal_manifest``).
 Their `data` and `stringData` are replaced in the stored JSON by one field, ``SEALED_FIELD``: the Fernet
 token of their canonical JSON. Everything else (`type`, `immutable`, metadata) stays queryable.
 
@@ -114,6 +115,26 @@ SEALERS: dict[type[ObjectMixin], Sealer] = {
     ResourceTemplateRow: Sealer("extra", _template_applies, _template_apply),
     WorkRow: Sealer("spec", lambda _row: True, _work_apply),
 }
+
+
+def seal_manifest(manifest: Mapping[str, Any], box: SecretBox | None) -> dict[str, Any]:
+    """A whole manifest with its Secret data sealed as its table seals it (what the change log stores)."""
+    return _transform_manifest(manifest, box, seal_body)
+
+
+def unseal_manifest(manifest: Mapping[str, Any], box: SecretBox | None) -> dict[str, Any]:
+    """The inverse of ``seal_manifest``."""
+    return _transform_manifest(manifest, box, unseal_body)
+
+
+def _transform_manifest(
+    manifest: Mapping[str, Any], box: SecretBox | None, transform: Transform
+) -> dict[str, Any]:
+    if is_secret(manifest):  # a template's top-level fields are its manifest's
+        return transform(manifest, box)
+    if manifest.get("kind") == "Work" and str(manifest.get("apiVersion", "")).startswith("work.karmada.io/"):
+        return {**manifest, "spec": _work_apply(manifest.get("spec"), box, transform)}
+    return dict(manifest)
 
 
 # -- the ORM hooks -----------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, bindparam, select, tuple_, update
 from sqlalchemy.orm import Session
 
-from federation.store import claims
+from federation.store import changelog, claims
 from federation.store.claims import Claim
 from federation.store.errors import Conflict, NotFound
 from federation.store.kinds import WORK_API_VERSION
@@ -117,7 +117,8 @@ class WorkRepository:
 
     def tombstone_loaded(self, marked: Sequence[tuple[WorkRow, Mapping[str, Any]]]) -> None:
         """Write tombstones (``rendering.tombstoned``: metadata only) of loaded Works by one executemany
-        UPDATE, each queued for sync (deletion must reach the member).
+        UPDATE, each queued for sync (deletion must reach the member) and logged as MODIFIED at its own new
+        revision (``changelog.record``: one statement for the revisions, one for the log rows).
 
         Why not the ORM: a versioned ORM UPDATE is one statement per row (SQLAlchemy cannot check the
         version of an executemany); here the version check is the statement's WHERE and the row count.
@@ -128,7 +129,7 @@ class WorkRepository:
             return
         t = table_of(WorkRow)
         now = self.objects.clock()
-        params = []
+        params, changes = [], []
         for row, body in marked:
             parts = split(body)
             if (parts.labels, parts.annotations, parts.spec) != (row.labels, row.annotations, row.spec):
@@ -136,12 +137,17 @@ class WorkRepository:
             params.append(
                 {"row_id": row.id, "seen_version": row.resource_version, "new_extra": parts.metadata_extra}
             )
+            changes.append(
+                changelog.Change(changelog.MODIFIED, _with_metadata_extra(row, parts.metadata_extra))
+            )
+        for param, revision in zip(params, changelog.record(self.session, changes), strict=True):
+            param["new_version"] = revision
         statement = (
             update(t)
             .where(t.c.id == bindparam("row_id"), t.c.resource_version == bindparam("seen_version"))
             .values(
                 metadata_extra=bindparam("new_extra", type_=t.c.metadata_extra.type),
-                resource_version=t.c.resource_version + 1,
+                resource_version=bindparam("new_version", type_=t.c.resource_version.type),
                 updated_at=now,
                 **claims.queue_values(WorkRow),
             )
@@ -186,6 +192,16 @@ class WorkRepository:
         for obj in list(self.session.identity_map.values()):
             if isinstance(obj, WorkRow):
                 self.session.expire(obj, ["needs_sync", "dirty_seq", "next_attempt_at"])
+
+
+def _with_metadata_extra(row: WorkRow, metadata_extra: dict[str, Any]) -> dict[str, Any]:
+    """The manifest of ``row`` with its extra metadata (finalizers, deletionTimestamp...) replaced."""
+    manifest = join(row)
+    meta = manifest["metadata"]
+    for key in row.metadata_extra or {}:
+        meta.pop(key, None)
+    meta.update(metadata_extra)
+    return manifest
 
 
 def _pull_clusters() -> Any:

@@ -15,9 +15,10 @@ from tests.store.support import count_statements
 # Per cycle: claim changed clusters, claim bindings, load the batch's bindings, WorkloadPolicies,
 # clusters, templates.
 PER_CYCLE = 6
-# Per batch write: load the rows, their target rows and eviction-task rows; one event upsert, clear the
-# dirty flags (executemany), release the claims.
-PER_BATCH = 6
+# Per batch write: load the rows, their target rows and eviction-task rows; the batch's global revisions
+# (one statement) and change-log rows (one executemany); one event upsert, clear the dirty flags
+# (executemany), release the claims.
+PER_BATCH = 8
 # Per binding: its UPDATE (spec + status in one; not batched, because queueing is a SQL expression).
 PER_BINDING = 1
 # The 2 target rows and the decision record of each binding: one INSERT each on SQLite; on Postgres one

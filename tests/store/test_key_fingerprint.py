@@ -84,4 +84,4 @@ def test_serve_with_another_key_exits_with_one_line(tmp_path: Path, database_url
     line = finished.stderr.strip().splitlines()[-1]  # after serve's log lines (migrations ran)
     assert line.startswith(f"error: the encryption key at {data / 'secret.key'} does not match the key")
     assert "(fingerprint " in line
-    assert not (tmp_path / "client.yaml").exists()  # it stopped before serving
+    assert not (data / "federation.kubeconfig").exists()  # it stopped before serving

@@ -100,3 +100,32 @@ def test_0007_marks_existing_bindings_with_application_failover(database_url: st
         assert {k: bool(v) for k, v in rows.items()} == {"with": True, "without": False}
     finally:
         engine.dispose()
+
+
+def test_0008_starts_the_global_revision_after_every_existing_resource_version(database_url: str) -> None:
+    """Per-object versions written before 0008 stay valid preconditions: the first global revision is
+    above all of them, and a watch can start from the revision the log begins at."""
+    from sqlalchemy import text
+
+    from federation.store import changefeed
+    from federation.store.crypto import SecretBox, generate_key
+
+    migrate.upgrade(database_url, "0007")
+    engine = make_engine(database_url)
+    try:
+        with engine.begin() as connection:
+            connection.execute(text("UPDATE cluster_taint_policies SET resource_version = 41"))
+        migrate.upgrade(database_url)
+        assert migrate.drift(database_url) == []
+        uow = UnitOfWork.for_engine(engine, SecretBox(generate_key()))
+        with uow() as session:
+            assert changefeed.oldest_watchable(session) == 41 == changefeed.start_position(session)
+            created = objects(session, "work.karmada.io/v1alpha2", "ResourceBinding").create(make_binding())
+            again = objects(session, "v1", "ConfigMap").create(
+                {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "default"}}
+            )
+        assert [created["metadata"]["resourceVersion"], again["metadata"]["resourceVersion"]] == ["42", "43"]
+        with uow() as session:
+            assert changefeed.start_position(session) == 43
+    finally:
+        engine.dispose()

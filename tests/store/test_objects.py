@@ -84,7 +84,7 @@ def test_round_trip_each_family(session: Session, factory: Any, table: type[Any]
     created = repo.create(manifest)
     meta = created["metadata"]
     assert body(created) == manifest
-    assert meta["resourceVersion"] == "1"
+    assert int(meta["resourceVersion"]) > 0
     assert meta["generation"] == 1
     assert meta["creationTimestamp"] == "2025-01-01T12:00:00Z"
     assert len(meta["uid"]) == 36
@@ -101,7 +101,7 @@ def test_create_ignores_server_metadata_and_keeps_extra_fields(session: Session)
     )
     created = objects(session, "v1", "ConfigMap").create(manifest)
     assert created["metadata"]["uid"] != "mine"
-    assert created["metadata"]["resourceVersion"] == "1"
+    assert created["metadata"]["resourceVersion"] != "99"
     assert created["metadata"]["finalizers"] == ["x"]
     assert created["data"] == {"key": "value"}
     assert created["binaryData"] == {"b": "AA=="}
@@ -145,7 +145,7 @@ def test_spec_change_bumps_generation_and_version(session: Session, clock: FakeC
     clock.advance(60)
     replaced = repo.replace(changed)
     assert replaced["metadata"]["generation"] == 2
-    assert replaced["metadata"]["resourceVersion"] == "2"
+    assert int(replaced["metadata"]["resourceVersion"]) > int(created["metadata"]["resourceVersion"])
     assert replaced["metadata"]["uid"] == created["metadata"]["uid"]
     assert replaced["metadata"]["creationTimestamp"] == created["metadata"]["creationTimestamp"]
     assert replaced["spec"]["replicas"] == 5
@@ -153,10 +153,10 @@ def test_spec_change_bumps_generation_and_version(session: Session, clock: FakeC
 
 def test_metadata_only_change_bumps_version_not_generation(session: Session) -> None:
     repo = objects(session, "apps/v1", "Deployment")
-    repo.create(make_deployment())
+    created = repo.create(make_deployment())
     replaced = repo.replace(make_deployment(metadata={"labels": {"app": "nginx", "tier": "web"}}))
     assert replaced["metadata"]["generation"] == 1
-    assert replaced["metadata"]["resourceVersion"] == "2"
+    assert int(replaced["metadata"]["resourceVersion"]) > int(created["metadata"]["resourceVersion"])
     assert replaced["metadata"]["labels"]["tier"] == "web"
 
 
@@ -184,27 +184,27 @@ def test_replace_keeps_status(session: Session) -> None:
 
 def test_status_update_never_bumps_generation(session: Session) -> None:
     repo = objects(session, "apps/v1", "Deployment")
-    repo.create(make_deployment())
+    created = repo.create(make_deployment())
     updated = repo.update_status("default", "nginx", {"readyReplicas": 1})
     assert updated["metadata"]["generation"] == 1
-    assert updated["metadata"]["resourceVersion"] == "2"
+    assert int(updated["metadata"]["resourceVersion"]) > int(created["metadata"]["resourceVersion"])
     assert updated["status"] == {"readyReplicas": 1}
     assert repo.update_status("default", "nginx", {"readyReplicas": 1}) == updated  # no-op
 
 
 def test_stale_resource_version_is_conflict(session: Session) -> None:
     repo = objects(session, "apps/v1", "Deployment")
-    repo.create(make_deployment())
-    repo.replace(make_deployment(spec={"replicas": 4}))
-    stale = make_deployment(metadata={"resourceVersion": "1"}, spec={"replicas": 9})
+    old = repo.create(make_deployment())["metadata"]["resourceVersion"]
+    seen = repo.replace(make_deployment(spec={"replicas": 4}))["metadata"]["resourceVersion"]
+    stale = make_deployment(metadata={"resourceVersion": old}, spec={"replicas": 9})
     with pytest.raises(Conflict, match='Deployment "default/nginx"'):
         repo.replace(stale)
     with pytest.raises(Conflict):
-        repo.update_status("default", "nginx", {}, expected_rv="1")
+        repo.update_status("default", "nginx", {}, expected_rv=old)
     with pytest.raises(Conflict):
-        repo.delete("default", "nginx", expected_rv="1")
-    current = make_deployment(metadata={"resourceVersion": "2"}, spec={"replicas": 9})
-    assert repo.replace(current)["metadata"]["resourceVersion"] == "3"
+        repo.delete("default", "nginx", expected_rv=old)
+    current = make_deployment(metadata={"resourceVersion": seen}, spec={"replicas": 9})
+    assert int(repo.replace(current)["metadata"]["resourceVersion"]) > int(seen)
 
 
 def test_returned_dicts_are_copies(session: Session) -> None:

@@ -9,6 +9,7 @@ from federation.store.tables.bindings import (
     GracefulEvictionTaskRow,
     ResourceBindingRow,
 )
+from federation.store.tables.changelog import ChangeLogRow, RevisionCounterRow
 from federation.store.tables.failover import (
     ClusterTaintPolicyRow,
     FailoverHistoryRow,
@@ -38,6 +39,7 @@ __all__ = [
     "ApiTokenRow",
     "Base",
     "BindingTargetClusterRow",
+    "ChangeLogRow",
     "ClaimMixin",
     "ClusterPropagationPolicyRow",
     "ClusterRow",
@@ -51,6 +53,7 @@ __all__ = [
     "PropagationPolicyRow",
     "ResourceBindingRow",
     "ResourceTemplateRow",
+    "RevisionCounterRow",
     "SchedulingDecisionRow",
     "WorkRow",
     "WorkloadHealthRow",

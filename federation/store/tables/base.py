@@ -3,9 +3,11 @@
 Invariants:
 - ``namespace`` is ``""`` (never NULL) for cluster-scoped objects, so ``UNIQUE(namespace, name)`` holds on
   both backends (NULLs are distinct in unique constraints).
-- ``resource_version`` is the mapper's ``version_id_col``: every ORM UPDATE/DELETE runs
-  ``... WHERE id = :id AND resource_version = :seen`` and bumps it, so a concurrent writer that read the
-  same version fails with ``StaleDataError`` (the repositories turn it into ``Conflict``). It starts at 1.
+- ``resource_version`` is the mapper's ``version_id_col``: every ORM UPDATE runs
+  ``... WHERE id = :id AND resource_version = :seen``, so a concurrent writer that read the same version
+  fails with ``StaleDataError`` (the repositories turn it into ``Conflict``). Its value is not a per-row
+  counter but the next global revision, assigned by ``store.changelog`` when a write changes what a GET
+  returns (``version_id_generator=False``: the mapper checks the version, the change log sets it).
 - ``spec``/``status`` hold the manifest's sections verbatim; ``extra`` holds any other top-level fields
   (ConfigMap ``data``, Secret ``type``...), ``metadata_extra`` any metadata field without its own column
   (finalizers, ownerReferences...). Together they reproduce the manifest exactly.
@@ -18,7 +20,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, ClassVar
 
-from sqlalchemy import Boolean, Integer, MetaData, String, Table
+from sqlalchemy import BigInteger, Boolean, Integer, MetaData, String, Table
 from sqlalchemy.orm import DeclarativeBase, Mapped, declared_attr, mapped_column
 
 from federation.store.types import JSONType, UTCDateTime
@@ -33,6 +35,10 @@ NAMING_CONVENTION = {
 }
 
 NAME_LENGTH = 253  # a Kubernetes DNS subdomain name
+
+# A global revision: 64-bit, since one sequence across every kind outgrows 2**31 long before a per-object
+# counter would. SQLite's INTEGER is already 64-bit (and an INTEGER PRIMARY KEY is the rowid).
+Revision = BigInteger().with_variant(Integer(), "sqlite")
 
 
 class Base(DeclarativeBase):
@@ -53,7 +59,7 @@ class ObjectMixin:
     kind: Mapped[str] = mapped_column(String(NAME_LENGTH))
     namespace: Mapped[str] = mapped_column(String(NAME_LENGTH), default="")
     name: Mapped[str] = mapped_column(String(NAME_LENGTH))
-    resource_version: Mapped[int] = mapped_column(Integer)
+    resource_version: Mapped[int] = mapped_column(Revision)
     generation: Mapped[int] = mapped_column(Integer, default=1)
     labels: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
     annotations: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
@@ -66,7 +72,7 @@ class ObjectMixin:
 
     @declared_attr.directive
     def __mapper_args__(cls) -> dict[str, Any]:
-        return {"version_id_col": cls.resource_version}
+        return {"version_id_col": cls.resource_version, "version_id_generator": False}
 
 
 class ClaimMixin:
