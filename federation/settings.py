@@ -29,8 +29,18 @@ def default_data_dir() -> Path:
     return Path(base) / "federation"
 
 
-def default_client_config_path() -> Path:
-    """Where `serve`/`up` write, and the CLI reads, the server URL and token."""
+KUBECONFIG_NAME = "federation.kubeconfig"
+
+
+def default_kubeconfig_path() -> Path:
+    """The kubeconfig `serve`/`up` write under the default data directory (``FEDERATION_DATA_DIR`` when set):
+    what the CLI reads when neither ``--kubeconfig`` nor ``KUBECONFIG`` names one."""
+    data_dir = os.environ.get("FEDERATION_DATA_DIR")
+    return (Path(data_dir).expanduser() if data_dir else default_data_dir()) / KUBECONFIG_NAME
+
+
+def legacy_client_config_path() -> Path:
+    """Where older versions wrote the server URL and token (read once to carry the admin token over)."""
     explicit = os.environ.get("FEDERATION_CLIENT_CONFIG")
     if explicit:
         return Path(explicit)
@@ -52,6 +62,31 @@ class ApiSettings(Section):
     page_size_max: int = Field(500, ge=1)
     # kube-apiserver's --max-request-bytes: a larger request body is refused (413) before it is read whole.
     max_request_body_bytes: int = Field(3 * 1024 * 1024, ge=1)
+    # HTTPS is the default (kubectl sends a bearer token only over TLS). Without these two files a CA and a
+    # serving certificate are made under <data_dir>/pki at first start (kube-apiserver's --tls-cert-file,
+    # --tls-private-key-file).
+    tls_cert_file: Path | None = None
+    tls_private_key_file: Path | None = None
+    # The CA that signed tls_cert_file, written into the kubeconfig; none: the system roots verify it.
+    tls_ca_file: Path | None = None
+    # Plain HTTP, only on request (behind a proxy that terminates TLS): kubectl then never sends the token.
+    insecure_http: bool = False
+    # Watch (``?watch=1``): how long the change log keeps events (a watch from an older resourceVersion gets
+    # 410 Expired and relists; kube-apiserver compacts etcd every 5m), how often it is read, how long a
+    # watch without ``timeoutSeconds`` lasts (kube-apiserver's --min-request-timeout) and how often a watch
+    # with ``allowWatchBookmarks`` hears a BOOKMARK when nothing else happened.
+    watch_window_seconds: float = Field(300.0, gt=0)
+    watch_poll_seconds: float = Field(0.2, gt=0)
+    watch_timeout_seconds: float = Field(1800.0, gt=0)
+    watch_bookmark_seconds: float = Field(60.0, gt=0)
+
+    @model_validator(mode="after")
+    def _tls_files_together(self) -> ApiSettings:
+        if (self.tls_cert_file is None) != (self.tls_private_key_file is None):
+            raise ValueError("tls_cert_file and tls_private_key_file go together: give both or neither")
+        if self.insecure_http and (self.tls_cert_file or self.tls_ca_file):
+            raise ValueError("insecure_http serves plain HTTP: it takes no tls_cert_file or tls_ca_file")
+        return self
 
 
 class SecretSettings(Section):
@@ -59,6 +94,16 @@ class SecretSettings(Section):
     # created with mode 0600 on first start.
     encryption_key: str | None = None
     key_file: Path | None = None
+
+
+class DatabaseSettings(Section):
+    """How long the store waits on the database (0: no limit). Postgres: ``connect_timeout`` per
+    connection, ``statement_timeout`` and ``lock_timeout`` per session; SQLite: its busy timeout."""
+
+    connect_timeout_seconds: float = Field(10.0, ge=0)
+    statement_timeout_seconds: float = Field(60.0, ge=0)
+    lock_timeout_seconds: float = Field(10.0, ge=0)
+    sqlite_busy_timeout_seconds: float = Field(30.0, ge=0)
 
 
 class ControllerSettings(Section):
@@ -75,7 +120,8 @@ class ControllerSettings(Section):
     work_sync_interval_seconds: float = Field(2.0, gt=0)
     detector_interval_seconds: float = Field(1.0, gt=0)
     batch_size: int = Field(100, ge=1)
-    claim_lease_seconds: float = Field(60.0, gt=0)
+    # Renewed while the item is worked on: a dead process's claims run out after this.
+    claim_lease_seconds: float = Field(15.0, gt=0)
     leader_lease_seconds: float = Field(15.0, gt=0)
     retry_backoff_initial_seconds: float = Field(1.0, gt=0)
     retry_backoff_max_seconds: float = Field(300.0, gt=0)
@@ -107,6 +153,24 @@ class MemberSettings(Section):
     request_timeout_seconds: float = Field(10.0, gt=0)
     probe_timeout_seconds: float = Field(5.0, gt=0)
     max_concurrency: int = Field(8, ge=1)
+
+
+class EventSettings(Section):
+    """Retention of recorded Events (kube-apiserver keeps them an hour: --event-ttl). A periodic job deletes
+    the expired ones, and the oldest beyond ``max_count``, ``prune_batch_size`` rows per statement."""
+
+    ttl_seconds: float = Field(3600.0, gt=0)
+    max_count: int = Field(100_000, ge=1)
+    prune_interval_seconds: float = Field(60.0, gt=0)
+    prune_batch_size: int = Field(1000, ge=1)
+
+
+class DecisionSettings(EventSettings):
+    """Retention of scheduling decision records (``describe rb``, ``/federation/v1/decisions``): a week,
+    and at most ``max_count``; the scheduler's back-off reads only a binding's latest few."""
+
+    ttl_seconds: float = Field(7 * 86400.0, gt=0)
+    max_count: int = Field(200_000, ge=1)
 
 
 class HeadroomRule(Section):
@@ -192,12 +256,15 @@ class Settings(BaseSettings):
     # Empty means the embedded SQLite file `<data_dir>/federation.db`.
     database_url: str = ""
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+    database: DatabaseSettings = Field(default_factory=DatabaseSettings)
     api: ApiSettings = Field(default_factory=ApiSettings)
     secrets: SecretSettings = Field(default_factory=SecretSettings)
     controllers: ControllerSettings = Field(default_factory=ControllerSettings)
     members: MemberSettings = Field(default_factory=MemberSettings)
     scheduler: SchedulerSettings = Field(default_factory=SchedulerSettings)
     failover: FailoverSettings = Field(default_factory=FailoverSettings)
+    events: EventSettings = Field(default_factory=EventSettings)
+    decisions: DecisionSettings = Field(default_factory=DecisionSettings)
 
     @field_validator("data_dir", mode="after")
     @classmethod
@@ -221,6 +288,9 @@ class Settings(BaseSettings):
 
     def resolved_key_file(self) -> Path:
         return self.secrets.key_file or self.data_dir / "secret.key"
+
+    def kubeconfig_path(self) -> Path:
+        return self.data_dir / KUBECONFIG_NAME
 
 
 def load_settings(config_file: Path | str | None = None, **flags: Any) -> Settings:

@@ -13,7 +13,7 @@ from typing import Any
 
 from alembic import context
 
-from federation.store.db import make_engine
+from federation.store.db import MIGRATION_TIMEOUTS, make_engine
 from federation.store.migrate import compare_options
 from federation.store.tables import metadata
 from federation.store.types import UTCDateTime
@@ -57,7 +57,7 @@ def run_offline() -> None:
 
 def run_online() -> None:
     url = database_url()
-    engine = make_engine(url)
+    engine = make_engine(url, MIGRATION_TIMEOUTS)
     try:
         with engine.connect() as connection:
             context.configure(connection=connection, **options(url))

@@ -28,8 +28,8 @@ from typing import Any
 from fastapi import FastAPI, Request
 from starlette.concurrency import run_in_threadpool
 
-from federation.api.app import ApiContext, authenticate
 from federation.api.auth import LEASE_NAMESPACE, authorize
+from federation.api.context import ApiContext, authenticate
 from federation.api.paths import ObjectPath
 from federation.api.status import StatusError, bad_request, conflict, not_found, success
 from federation.model.work import execution_namespace

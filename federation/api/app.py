@@ -14,48 +14,31 @@ with Retry-After, `outage`); request bodies are bounded and strict JSON (`bodies
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
-from sqlalchemy.engine import Engine
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.concurrency import run_in_threadpool
 
 import federation
-from federation.api import crds, discovery, errors, objects
-from federation.api.auth import Principal, authorize
-from federation.api.bodies import BodyLimit, SafeJSONResponse, read_json
+from federation.api import crds, discovery, errors, events, objects, patch, tables, watch
+from federation.api.auth import authorize
+from federation.api.bodies import BodyLimit, SafeJSONResponse
+from federation.api.context import ApiContext, authenticate
 from federation.api.extensions import register_extensions
 from federation.api.metrics import RequestMetrics
-from federation.api.outage import DatabaseOutage
+from federation.api.patch_body import field_manager, read_body, write_options
 from federation.api.paths import DiscoveryPath, ObjectPath, PathError, parse
-from federation.api.status import StatusError, bad_request, method_not_allowed, not_found, unauthorized
+from federation.api.status import StatusError, bad_request, method_not_allowed, not_found
 from federation.model import kinds
-from federation.settings import Settings
-from federation.store.crypto import SecretBox
-from federation.store.db import UnitOfWork, ping
-from federation.store.tokens import TokenRepository
+from federation.store.db import ping
 
 log = logging.getLogger(__name__)
 
-Notify = Callable[[str], None]
 TEMPLATE_NOTIFY_KIND = "ResourceTemplate"
-
-
-@dataclass(slots=True)
-class ApiContext:
-    """What the routes need, handed in by whoever runs the server."""
-
-    settings: Settings
-    engine: Engine
-    uow: UnitOfWork
-    secret_box: SecretBox
-    notify: Notify = field(default=lambda kind: None)
-    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
-    outage: DatabaseOutage = field(default_factory=DatabaseOutage)
+# kube-apiserver retries such a write until it lands; a bound keeps a pathological hot spot from spinning.
+UNCONDITIONAL_ATTEMPTS = 20
 
 
 def create_app(ctx: ApiContext) -> FastAPI:
@@ -94,19 +77,6 @@ def _health_routes(app: FastAPI, ctx: ApiContext) -> None:
         return Response(generate_latest(ctx.registry), media_type=CONTENT_TYPE_LATEST)
 
 
-def authenticate(ctx: ApiContext, request: Request) -> Principal:
-    header = request.headers.get("authorization", "")
-    scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        raise unauthorized("a Bearer token is required (Authorization: Bearer <token>)")
-    with ctx.uow() as session:
-        found = TokenRepository(session).authenticate(token.strip())
-    ctx.outage.recovered()  # every authenticated route passes here: the first success ends an outage
-    if found is None:
-        raise unauthorized("the token is not valid")
-    return Principal(name=found.name, role=found.role, cluster=found.cluster_name)
-
-
 def _resource_routes(app: FastAPI, ctx: ApiContext) -> None:
     async def core(request: Request, rest: str = "") -> Any:
         return await _serve(ctx, request, "api", rest)
@@ -125,12 +95,12 @@ def _resource_routes(app: FastAPI, ctx: ApiContext) -> None:
                 methods=[method],
                 operation_id=f"{verb}_{name}_objects",
                 summary=f"{method} {summary} objects and discovery (Kubernetes REST paths)",
-                include_in_schema=method != "PATCH",  # routed only to answer 405 as a Status
             )
 
 
 async def _serve(ctx: ApiContext, request: Request, prefix: str, rest: str) -> Any:
     principal = await run_in_threadpool(authenticate, ctx, request)
+    rest, legacy_watch = watch.legacy_path(prefix, rest)
     try:
         target = parse(prefix, rest)
     except PathError as exc:
@@ -139,10 +109,12 @@ async def _serve(ctx: ApiContext, request: Request, prefix: str, rest: str) -> A
         authorize(principal, request.method, None)
         return await run_in_threadpool(_discovery, ctx, target, request.method)
     authorize(principal, request.method, target)
-    if request.method == "PATCH":
-        raise method_not_allowed("PATCH is not supported yet; replace the object with PUT (federation apply)")
     objects.resource_version(request.query_params.get("resourceVersion"), "resourceVersion")
-    body = await read_json(request) if request.method in ("POST", "PUT") else None
+    if watch.requested(request, legacy_watch):
+        return await watch.serve(ctx, request, target)
+    if request.method == "GET" and target.name is None:
+        request.state.list_revision = await watch.list_revision(request)  # before the list is read
+    body = await read_body(request)
     return await run_in_threadpool(_dispatch, ctx, request, target, body)
 
 
@@ -152,7 +124,8 @@ def _discovery(ctx: ApiContext, target: DiscoveryPath, method: str) -> Any:
     if target.group is None and target.core:
         return discovery.api_versions()
     with ctx.uow() as session:
-        served = discovery.Served((*kinds.all_kinds(), *kinds.alias_kinds(), *crds.served_kinds(session)))
+        registered = (*kinds.all_kinds(), *kinds.alias_kinds(), *crds.served_kinds(session))
+        served = discovery.Served(registered, read_only=events.EVENT_KINDS)
     if target.group is None:
         return served.api_group_list()
     document = (
@@ -166,6 +139,28 @@ def _discovery(ctx: ApiContext, target: DiscoveryPath, method: str) -> Any:
 
 
 def _dispatch(ctx: ApiContext, request: Request, target: ObjectPath, body: Any) -> Any:
+    """Serve one call; an unconditional write that lost a race is served again on the new state (as
+    kube-apiserver's GuaranteedUpdate does), so without a resourceVersion the last writer wins instead of
+    getting a Conflict it never asked for."""
+    attempts = UNCONDITIONAL_ATTEMPTS if _unconditional(request.method, body) else 1
+    for attempt in range(1, attempts + 1):
+        try:
+            return _dispatch_once(ctx, request, target, body)
+        except StatusError as err:
+            if err.code != 409 or err.reason != "Conflict" or attempt == attempts:
+                raise
+    raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def _unconditional(method: str, body: Any) -> bool:
+    """A PUT or PATCH whose body names no resourceVersion (a JSON patch is a list: none either)."""
+    if method not in ("PUT", "PATCH"):
+        return False
+    meta = body.get("metadata") if isinstance(body, dict) else None
+    return not (isinstance(meta, dict) and meta.get("resourceVersion"))
+
+
+def _dispatch_once(ctx: ApiContext, request: Request, target: ObjectPath, body: Any) -> Any:
     method = request.method
     with ctx.uow() as session:
         info = objects.resolve_kind(session, target)
@@ -173,12 +168,17 @@ def _dispatch(ctx: ApiContext, request: Request, target: ObjectPath, body: Any) 
             raise not_found(info.resource, target.name or "")
         if target.subresource == "status" and not info.has_status:
             raise not_found(f"{info.resource}/status", target.name or "")
-        req = objects.Request(target, info, body)
+        req = objects.Request(target, info, body, field_manager(request))
         result, status_code, wrote = _call(session, req, method, request)
+        table = tables.requested_version(request.headers.get("accept")) if method == "GET" else None
+        if table is not None and isinstance(result, dict):
+            result = tables.as_table(session, info, result, table, request.query_params.get("includeObject"))
     if wrote:
         # Controllers watch Karmada kinds by name and resource templates as one kind, whatever theirs.
         ctx.notify(info.kind if kinds.is_federation_kind(info) else TEMPLATE_NOTIFY_KIND)
-    response = SafeJSONResponse(result, status_code=status_code)
+    response = SafeJSONResponse(
+        result, status_code=status_code, media_type=tables.media_type(table) if table else None
+    )
     if method in ("POST", "PUT") and target.subresource is None:
         for warning in objects.write_warnings(req):
             # RFC 7234 warn-code 299 (miscellaneous persistent warning), as kube-apiserver sends them.
@@ -192,6 +192,9 @@ def _quoted(text: str) -> str:
 
 def _call(session: Any, req: objects.Request, method: str, request: Request) -> tuple[Any, int, bool]:
     path = req.path
+    if method == "PATCH" or path.subresource == "scale":
+        result, code = patch.serve(session, req, method, write_options(request))
+        return result, code, method != "GET"
     if path.subresource == "status":
         if method == "GET":
             return objects.get_object(session, req), 200, False
@@ -205,6 +208,7 @@ def _call(session: Any, req: objects.Request, method: str, request: Request) -> 
             listing = objects.list_objects(
                 session, req, params.get("labelSelector"), limit, params.get("continue")
             )
+            listing["metadata"]["resourceVersion"] = str(request.state.list_revision)
             return listing, 200, False
         if method == "POST":
             return objects.create_object(session, req), 201, True

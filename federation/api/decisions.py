@@ -14,19 +14,17 @@ Invariants: read-only; admin and viewer may read it (placements and reasons, not
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
+from federation.api.context import ApiContext, authenticate
 from federation.api.status import bad_request, forbidden
 from federation.store.db import UnitOfWork
 from federation.store.decisions import Decision, DecisionRepository
 from federation.store.manifest import format_timestamp
-
-if TYPE_CHECKING:
-    from federation.api.app import ApiContext
 
 DECISIONS_PATH = "/federation/v1/decisions"
 READ_ROLES = frozenset({"admin", "viewer"})
@@ -74,7 +72,6 @@ def _item(decision: Decision) -> dict[str, Any]:
 
 
 def register(app: FastAPI, ctx: ApiContext) -> None:
-    from federation.api.app import authenticate  # the app module imports this registrar
 
     @app.get(DECISIONS_PATH, summary="Scheduling decisions with their per-cluster explanation")
     async def decisions(request: Request) -> JSONResponse:

@@ -13,7 +13,7 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
@@ -22,14 +22,12 @@ from prometheus_client.registry import Collector
 from sqlalchemy import Text, cast, func, select
 from starlette.concurrency import run_in_threadpool
 
+from federation.api.context import ApiContext, authenticate
 from federation.api.status import bad_request, forbidden
 from federation.store.db import UnitOfWork
 from federation.store.history import EVICTED, HistoryEntry, HistoryRepository
 from federation.store.manifest import format_timestamp
 from federation.store.tables import GracefulEvictionTaskRow, ResourceBindingRow
-
-if TYPE_CHECKING:
-    from federation.api.app import ApiContext
 
 EVICTIONS_PATH = "/federation/v1/evictions"
 READ_ROLES = frozenset({"admin", "viewer"})
@@ -91,7 +89,6 @@ def _item(entry: HistoryEntry) -> dict[str, Any]:
 
 
 def register(app: FastAPI, ctx: ApiContext) -> None:
-    from federation.api.app import authenticate  # the app module imports this registrar
 
     ctx.registry.register(FailoverCollector(ctx.uow))
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
@@ -29,6 +29,7 @@ from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
 from federation.api.bodies import read_json
+from federation.api.context import ApiContext, authenticate
 from federation.api.status import bad_request, forbidden
 from federation.extenders import build_extenders, close_extenders
 from federation.model.binding import binding_name
@@ -40,9 +41,6 @@ from federation.store.bindings import BindingRepository
 from federation.store.db import UnitOfWork
 from federation.store.placements import placed_bindings
 from federation.store.repository import ObjectRepository
-
-if TYPE_CHECKING:
-    from federation.api.app import ApiContext
 
 PLAN_PATH = "/federation/v1/plan"
 PLAN_ROLES = frozenset({"admin", "viewer"})
@@ -137,7 +135,6 @@ def _overlay(stored: Sequence[Manifest], posted: Sequence[Manifest]) -> list[Man
 
 def register(app: FastAPI, ctx: ApiContext) -> None:
     """Add the plan route."""
-    from federation.api.app import authenticate  # the app module imports this registrar
 
     close_extenders(build_extenders(ctx.settings.scheduler.extenders))  # refuse bad settings at start
 

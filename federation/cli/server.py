@@ -1,9 +1,10 @@
 """The composition root: builds the database, secret box, API app (and later the controllers) of one
 `serve`/`up` process, and runs them until stopped.
 
-First start on an empty database: the schema is migrated, an admin token is created, and the client
-config (server URL + that token, mode 0600) is written so the CLI works without flags. Later starts
-keep the existing token: it was shown once and is not stored in plaintext.
+First start on an empty database: the schema is migrated, an admin token is created, and the kubeconfig
+``<data_dir>/federation.kubeconfig`` (the CA, the server URL and that token, mode 0600) is written, so the
+CLI, kubectl and the Python client work without flags. Later starts keep the token the kubeconfig holds: it
+was shown once and is not stored in plaintext. HTTPS by default (``cli.serving``).
 
 Invariants:
 - The data directory is 0700 (created so, tightened if an older version left it open); the SQLite file and
@@ -27,17 +28,18 @@ import uvicorn
 from fastapi import FastAPI
 
 from federation.api.app import ApiContext, create_app
-from federation.cli.client import read_client_config, write_client_config
+from federation.cli import serving
 from federation.controllers.assembly import ControllerDeps, build_reconcilers
 from federation.controllers.members_access import MemberAccess
-from federation.controllers.runtime import ControllerRunner, SystemClock, default_identity
+from federation.controllers.runtime import ControllerRunner, SystemClock, default_identity, leader_fence
 from federation.listening import bind_socket
-from federation.settings import Settings, default_client_config_path
+from federation.settings import Settings
 from federation.store import migrate
 from federation.store.crypto import SecretBox, load_or_create_key
-from federation.store.db import UnitOfWork, make_engine, private_directory
+from federation.store.db import Timeouts, UnitOfWork, make_engine, private_directory
 from federation.store.keycheck import verify_key
 from federation.store.tokens import TokenRepository
+from federation.tlsfiles import TlsFiles
 
 log = logging.getLogger(__name__)
 
@@ -55,17 +57,33 @@ def key_source(settings: Settings) -> str:
     return f"the encryption key at {settings.resolved_key_file()}"
 
 
+def database_timeouts(settings: Settings) -> Timeouts:
+    db = settings.database
+    return Timeouts(
+        connect_seconds=db.connect_timeout_seconds,
+        statement_seconds=db.statement_timeout_seconds,
+        lock_seconds=db.lock_timeout_seconds,
+        sqlite_busy_seconds=db.sqlite_busy_timeout_seconds,
+    )
+
+
+GRACEFUL_STOP_SECONDS = 5
+
+
 def start_controllers(settings: Settings, uow: UnitOfWork, box: SecretBox) -> ControllerRunner:
     clock = SystemClock()
     identity = default_identity()
     members = MemberAccess(uow, box, settings.members)
-    deps = ControllerDeps(uow, settings, clock, identity, box, members)
+    # Every controller write is fenced by the leader lease; the runner's own lease writes are not.
+    fenced = uow.guarded(leader_fence(identity, clock))
+    deps = ControllerDeps(fenced, settings, clock, identity, box, members)
     runner = ControllerRunner(
         uow,
         build_reconcilers(deps),
         lease_seconds=settings.controllers.leader_lease_seconds,
         identity=identity,
         clock=clock,
+        claim_seconds=settings.controllers.claim_lease_seconds,
     )
     runner.start()
     runner.on_stop(members.close)
@@ -91,9 +109,12 @@ class ServerProcess:
     """One running control-plane process: the API server (and whatever `on_start` adds)."""
 
     settings: Settings
-    client_config_path: Path = field(default_factory=default_client_config_path)
+    # Where the kubeconfig is written; None: <data_dir>/federation.kubeconfig.
+    kubeconfig_path: Path | None = None
     url: str = ""
-    admin_token: str | None = None
+    admin_token: str | None = None  # only on the first start: the token just created
+    kubeconfig_token: str | None = None  # the token the kubeconfig carries (None: the user passes one)
+    tls: TlsFiles | None = None  # None: plain HTTP (api.insecure_http)
     _server: uvicorn.Server | None = None
     _thread: threading.Thread | None = None
     _sock: socket.socket | None = None
@@ -105,18 +126,20 @@ class ServerProcess:
     def prepare(self) -> ApiContext:
         """Migrate, load and verify the key, bootstrap the admin token; the context the app is built from."""
         url = self.settings.resolved_database_url()
-        if url.startswith("sqlite") or self.settings.data_dir.exists():
-            private_directory(self.settings.data_dir)
+        private_directory(self.settings.data_dir)  # the kubeconfig and the CA's key live there too
         migrate.upgrade(url)
         box = secret_box(self.settings)
-        engine = make_engine(url)
+        engine = make_engine(url, database_timeouts(self.settings))
         uow = UnitOfWork.for_engine(engine, box)
         try:
             verify_key(uow, box, key_source(self.settings))
+            # A bad certificate stops the start here, before any controller runs.
+            self.tls = serving.serving_tls(self.settings, self.settings.api.host)
         except BaseException:
             engine.dispose()
             raise
         self.admin_token = bootstrap_admin_token(uow)
+        self.kubeconfig_token = self.admin_token or serving.kept_admin_token(uow, self.kubeconfig_file)
         self.stop_hooks.append(engine.dispose)
         if self.run_controllers:
             self.runner = start_controllers(self.settings, uow, box)
@@ -125,24 +148,29 @@ class ServerProcess:
         self.api_context = ApiContext(self.settings, engine, uow, box, notify=notify)
         return self.api_context
 
+    @property
+    def kubeconfig_file(self) -> Path:
+        return self.kubeconfig_path or self.settings.kubeconfig_path()
+
     def bind(self, app: FastAPI) -> None:
         api = self.settings.api
         self._sock = bind_socket(api.host, api.port)
-        host, port = self._sock.getsockname()[:2]
-        shown = f"[{host}]" if ":" in host else host
-        self.url = api.advertise_url or f"http://{shown}:{port}"
-        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
+        port = self._sock.getsockname()[1]
+        self.url = serving.client_url(api, api.host, port, self.tls)
+        config = uvicorn.Config(
+            app,
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            ssl_certfile=self.tls.cert_file if self.tls else None,
+            ssl_keyfile=self.tls.key_file if self.tls else None,
+            # A stop waits this long for requests in flight, not for idle keep-alive clients to leave.
+            timeout_graceful_shutdown=GRACEFUL_STOP_SECONDS,
+        )
         self._server = uvicorn.Server(config)
-        if self.admin_token:
-            write_client_config(self.client_config_path, self.url, self.admin_token)
-        else:
-            self._point_client_config_at_url()
-
-    def _point_client_config_at_url(self) -> None:
-        """Keep the stored token, but follow the server if it moved to another port."""
-        stored = read_client_config(self.client_config_path)
-        if stored.get("token") and stored.get("server") != self.url:
-            write_client_config(self.client_config_path, self.url, stored["token"])
+        server = self._server
+        app.state.ctx.stopping = lambda: server.should_exit  # open watches end when the server stops
+        serving.write_federation_kubeconfig(self.kubeconfig_file, self.url, self.tls, self.kubeconfig_token)
 
     def run(self) -> None:
         """Serve in this thread until the server is told to exit (Ctrl-C)."""
@@ -180,9 +208,9 @@ def _wait_started(server: uvicorn.Server, timeout: float = 10.0) -> None:
 
 
 def build(
-    settings: Settings, client_config_path: Path | None = None, *, run_controllers: bool = True
+    settings: Settings, kubeconfig_path: Path | None = None, *, run_controllers: bool = True
 ) -> ServerProcess:
-    process = ServerProcess(settings, client_config_path or default_client_config_path())
+    process = ServerProcess(settings, kubeconfig_path)
     process.run_controllers = run_controllers
     ctx = process.prepare()
     process.bind(create_app(ctx))

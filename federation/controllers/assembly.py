@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from federation.controllers.application_failover import ApplicationFailover
 from federation.controllers.binding_status import BindingStatusController
+from federation.controllers.change_log import ChangeLogPruner
 from federation.controllers.cluster_status import ClusterStatusController
 from federation.controllers.detector import Detector
 from federation.controllers.execution import ExecutionController
@@ -17,6 +18,7 @@ from federation.controllers.graceful_eviction import GracefulEvictionController
 from federation.controllers.isolation import RetryBook
 from federation.controllers.members_access import MemberAccess
 from federation.controllers.rebalancer import WorkloadRebalancerController
+from federation.controllers.retention import decision_retention, event_retention
 from federation.controllers.runtime import Clock, Reconciler
 from federation.controllers.scheduler import Scheduler
 from federation.controllers.taint_manager import TaintManager
@@ -74,6 +76,9 @@ def build_reconcilers(deps: ControllerDeps) -> list[Reconciler]:
             deps.uow, deps.clock, interval_seconds=timing.scheduler_interval_seconds
         ),
         ClusterStatusController(deps.uow, deps.clock, deps.members, timing, deps.settings.members),
+        ChangeLogPruner(deps.uow, deps.clock, deps.settings.api.watch_window_seconds),
+        event_retention(deps.uow, deps.clock, deps.settings.events),
+        decision_retention(deps.uow, deps.clock, deps.settings.decisions),
         *failover_reconcilers(deps),
         *execution_reconcilers(deps),
     ]

@@ -28,6 +28,7 @@ from sqlalchemy.orm import Session
 from federation.store.claims import Backoff
 from federation.store.errors import Conflict, NotFound
 from federation.store.events import EventRepository, InvolvedObject
+from federation.store.leases import LeaseLost
 
 log = logging.getLogger(__name__)
 
@@ -35,8 +36,9 @@ T = TypeVar("T")
 # Races with another writer: retried, never recorded as a problem of the object.
 TRANSIENT = (Conflict, NotFound)
 MAX_MESSAGE = 1024
-# The database itself failing (connection lost, locked, timed out): the whole pass stops and retries.
-OUTAGE = (OperationalError, InterfaceError)
+# The database itself failing (connection lost, locked, timed out), or this process no longer leader (its
+# fence refused the write): the whole pass stops.
+OUTAGE = (OperationalError, InterfaceError, LeaseLost)
 
 
 @dataclass(frozen=True, slots=True)

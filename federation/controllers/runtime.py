@@ -3,6 +3,13 @@
 Invariants:
 - Reconcilers run only while this process holds the leader lease, so any number of `serve` replicas can
   share one database; a replica that loses the lease stops reconciling at its next tick.
+- Fencing: the reconcilers' unit of work is guarded by ``leader_fence`` (``UnitOfWork.guarded``), so a
+  transaction that writes commits only while this process still holds the lease, checked inside that
+  transaction (see ``store.leases``). A pass whose fence fails stops at once and the process stops being
+  leader; it never writes on a lease another replica may take over. (ADR: ``adr-leadership.md``.)
+- The lease job also renews the claims of the passes running now (``claims.renew``), and a process that
+  becomes leader drops the claims of its predecessor (``claims.void_others``): a killed leader's items are
+  picked up within one lease, not when its claims run out.
 - Each reconciler is one APScheduler job with `max_instances=1` and `coalesce=True`: it never runs
   concurrently with itself, and missed ticks collapse into one.
 - A write (from the API, or from another reconciler) wakes the reconcilers that watch its kind at once,
@@ -23,11 +30,17 @@ from typing import Protocol
 
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
+from sqlalchemy.orm import Session
 
-from federation.store.db import UnitOfWork
-from federation.store.leases import LeaseRepository
+from federation.store import claims
+from federation.store.db import Guard, UnitOfWork
+from federation.store.leases import LeaseLost, LeaseRepository
 
 log = logging.getLogger(__name__)
+# APScheduler logs every job run at INFO and every coalesced wake-up as a warning: with a dozen jobs ticking
+# each second that is most of a log. Job failures are ours to log (``_run``), and it still logs errors.
+logging.getLogger("apscheduler.executors").setLevel(logging.WARNING)
+logging.getLogger("apscheduler.scheduler").setLevel(logging.ERROR)
 
 
 class Clock(Protocol):
@@ -78,6 +91,15 @@ def default_identity() -> str:
     return f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
 
 
+def leader_fence(identity: str, clock: Clock) -> Guard:
+    """The guard of every controller transaction that writes: ``identity`` must hold the leader lease."""
+
+    def check(session: Session) -> None:
+        LeaseRepository(session).assert_leader(identity, clock.now())
+
+    return check
+
+
 class ControllerRunner:
     """Runs reconcilers on their intervals under the leader lease; `wake(kind)` runs watchers now."""
 
@@ -89,10 +111,12 @@ class ControllerRunner:
         lease_seconds: float,
         identity: str | None = None,
         clock: Clock | None = None,
+        claim_seconds: float | None = None,
     ) -> None:
         self._uow = uow
         self._reconcilers = list(reconcilers)
         self._lease_seconds = lease_seconds
+        self._claim_seconds = claim_seconds if claim_seconds is not None else lease_seconds
         self.identity = identity or default_identity()
         self._clock = clock or SystemClock()
         self._leader = threading.Event()
@@ -108,6 +132,14 @@ class ControllerRunner:
 
     def start(self) -> None:
         lease_every = max(self._lease_seconds / 3, 0.2)
+        self._scheduler.add_job(
+            self._renew_claims,
+            "interval",
+            seconds=max(self._claim_seconds / 3, 0.2),
+            id="claim-renewal",
+            max_instances=1,
+            coalesce=True,
+        )
         self._scheduler.add_job(
             self._hold_lease,
             "interval",
@@ -157,6 +189,8 @@ class ControllerRunner:
                 job.modify(next_run_time=now)
 
     def _hold_lease(self) -> None:
+        # The lease row alone in its transaction: the controllers' fence share-locks it at the end of
+        # theirs, so a transaction that also locked their rows (claims) would deadlock with them.
         try:
             with self._uow() as session:
                 held = LeaseRepository(session).try_acquire(
@@ -166,6 +200,7 @@ class ControllerRunner:
             log.exception("leader lease: renewal failed")
             held = False
         if held and not self.is_leader:
+            self._take_over_claims()
             log.info("leader lease acquired by %s", self.identity)
             self._leader.set()
             self._wake_names(r.name for r in self._reconcilers)
@@ -173,13 +208,41 @@ class ControllerRunner:
             log.warning("leader lease lost by %s", self.identity)
             self._leader.clear()
 
+    def _take_over_claims(self) -> None:
+        try:
+            with self._uow() as session:
+                voided = claims.void_others(session, self.identity)
+        except Exception:  # they run out by themselves within the claim lease
+            log.exception("leader %s: dropping the predecessor's claims failed", self.identity)
+            return
+        if voided:
+            log.info("leader %s took over %d claims of its predecessor", self.identity, voided)
+
+    def _renew_claims(self) -> None:
+        """Its own job (not the lease's): it may wait on rows a running pass has locked, and the lease
+        must be renewed on time whatever it waits for."""
+        if not self.is_leader:
+            return
+        try:
+            with self._uow() as session:
+                claims.renew(session, self.identity, self._clock.now(), self._claim_seconds)
+        except Exception:
+            log.exception("claim renewal failed; the claims run out unless the next renewal succeeds")
+
     def _run(self, reconciler: Reconciler) -> None:
         if not self.is_leader:
             return
         try:
             outcome = reconciler.reconcile()
+        except LeaseLost as lost:
+            if self._leader.is_set():
+                log.warning("controller %s stopped: %s; no longer leader", reconciler.name, lost)
+                self._leader.clear()
+            return
         except Exception:
             log.exception("controller %s failed; retrying at its next tick", reconciler.name)
             return
+        finally:
+            claims.forget_held(self.identity)
         for kind in outcome.wrote:
             self.wake(kind)

@@ -1,20 +1,25 @@
 """Work status collection (push mode): Karmada's work-status controller, by polling instead of informers.
 
-Every `status_interval_seconds` it reads, for each applied Work on a Push-mode cluster, the member's copy
-of every manifest and records `status.manifestStatuses[{identifier, status, health}]`
+Every `status_interval_seconds` it reads, for the applied Works on each Push-mode cluster, the member's
+copies of their manifests and records `status.manifestStatuses[{identifier, status, health}]`
 (`status_interpreter`). Pull-mode clusters report their own status through their agent.
 
 Invariants:
-- Members are read concurrently across clusters with bounded workers; within a cluster one object
-  after another, and a connectivity failure skips the rest of that cluster for this round (its Works
-  keep the status they had: a member we cannot reach tells us nothing new).
+- A round costs the member one LIST per kind its Works carry (`karmada.io/managed=true`, every namespace,
+  paged), not one GET per object: the cost follows the member's kinds, not the number of Works. A kind
+  the member refuses to list (a LIST the API does not serve, or RBAC without `list`) falls back to one
+  GET per object of that kind.
+- Members are read concurrently across clusters with bounded workers; a connectivity failure skips the
+  rest of that cluster for this round (its Works keep the status they had: a member we cannot reach
+  tells us nothing new).
 - A Work is written only when its manifest statuses changed; the write merges them into the Work's
   *current* status (re-read in the writing transaction), so an `Applied` condition written meanwhile by
   work sync is never overwritten. A concurrent write makes the round's transaction fail as a whole; the
   next round repeats it (collection is idempotent).
 - A member object that is missing although its Work is applied (someone deleted it on the member) queues
   the Work for sync, which recreates it — Karmada's `recreateResourceIfNeeded`.
-- Reading every applied Work each round is inherent to polling; only changes are written.
+- Reading every applied Work from the database each round is inherent to polling; only changes are
+  written.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from typing import Any
 
 from federation.controllers import rendering
 from federation.controllers.members_access import MemberAccess
+from federation.controllers.rendering import MANAGED_LABEL
 from federation.controllers.runtime import Clock, Outcome
 from federation.members.client import MemberClient
 from federation.members.errors import MemberError
@@ -102,11 +108,13 @@ class WorkStatusCollector:
         try:
             if isinstance(client, MemberError):
                 raise client
+            kinds = {_kind_of(m) for _, work in works for m in _manifests(work)}
+            on_member = {kind: _listed(client, kind) for kind in sorted(kinds)}
             for work_id, work in works:
-                objects = [_get(client, m) for m in _manifests(work)]
+                manifests = _manifests(work)
+                objects = [_find(client, on_member[_kind_of(m)], m) for m in manifests]
                 statuses = tuple(
-                    manifest_status(m, i, o)
-                    for i, (m, o) in enumerate(zip(_manifests(work), objects, strict=True))
+                    manifest_status(m, i, o) for i, (m, o) in enumerate(zip(manifests, objects, strict=True))
                 )
                 found.append(Observed(work_id, statuses, missing=any(o is None for o in objects)))
         except MemberError as err:
@@ -137,12 +145,35 @@ def _statuses(work: Mapping[str, Any]) -> list[Any]:
     return list((work.get("status") or {}).get("manifestStatuses") or [])
 
 
-def _get(client: MemberClient, manifest: Mapping[str, Any]) -> dict[str, Any] | None:
+Kind = tuple[str, str]  # (apiVersion, kind)
+LIST_REFUSED = frozenset({403, 404, 405})  # no list verb, no LIST route: read the objects one by one
+Listed = dict[tuple[str, str], dict[str, Any]] | None  # (namespace, name) → object; None: LIST refused
+
+
+def _kind_of(manifest: Mapping[str, Any]) -> Kind:
+    return str(manifest.get("apiVersion")), str(manifest.get("kind"))
+
+
+def _listed(client: MemberClient, kind: Kind) -> Listed:
+    """The member's managed objects of ``kind`` by (namespace, name); None when it will not list them (the
+    caller GETs them one by one). Connectivity failures propagate: the cluster is skipped this round."""
+    try:
+        items = client.list_labelled(kind[0], kind[1], f"{MANAGED_LABEL}=true")
+    except MemberError as err:
+        if err.status not in LIST_REFUSED:
+            raise
+        log.info("work status: %s refuses to list %s (%s); reading them one by one", client.name, kind, err)
+        return None
+    return {(str(o["metadata"].get("namespace") or ""), str(o["metadata"]["name"])): o for o in items}
+
+
+def _find(client: MemberClient, listed: Listed, manifest: Mapping[str, Any]) -> dict[str, Any] | None:
     meta = manifest.get("metadata") or {}
-    found: dict[str, Any] | None = client.get(
-        str(manifest.get("apiVersion")),
-        str(manifest.get("kind")),
-        meta.get("namespace"),
-        str(meta.get("name")),
-    )
-    return found
+    namespace, name = str(meta.get("namespace") or ""), str(meta.get("name"))
+    if listed is None:
+        found: dict[str, Any] | None = client.get(
+            str(manifest.get("apiVersion")), str(manifest.get("kind")), meta.get("namespace"), name
+        )
+        return found
+    # A namespaced manifest without a namespace was applied to "default" (as kubectl would).
+    return listed.get((namespace, name)) or (None if namespace else listed.get(("default", name)))

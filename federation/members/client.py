@@ -64,6 +64,8 @@ class MemberClient(Protocol):
 
     def get(self, api_version: str, kind: str, namespace: str | None, name: str) -> dict[str, Any] | None: ...
 
+    def list_labelled(self, api_version: str, kind: str, selector: str) -> list[dict[str, Any]]: ...
+
     def close(self) -> None: ...
 
 
@@ -77,6 +79,9 @@ def _build_api_client(name: str, config: Kubeconfig) -> kubernetes.client.ApiCli
         raise KubeconfigError(name, f"kubeconfig rejected by the kubernetes client: {exc}") from exc
     configuration.retries = 0  # one attempt per call; the caller's loop retries with backoff
     return kubernetes.client.ApiClient(configuration)
+
+
+LIST_PAGE = 500  # objects per LIST page (kubectl's chunk size)
 
 
 class KubernetesMemberClient:
@@ -214,6 +219,23 @@ class KubernetesMemberClient:
             if err.kind == "not_found":
                 return None
             raise
+
+    def list_labelled(self, api_version: str, kind: str, selector: str) -> list[dict[str, Any]]:
+        """Every object of the kind, in all namespaces, that matches the label ``selector``: one LIST
+        (paged by ``limit``/``continue`` as kube-apiserver pages), whatever the number of objects."""
+        plural, _ = self._discovery.resolve(api_version, kind, None)
+        prefix = f"/apis/{api_version}" if "/" in api_version else f"/api/{api_version}"
+        items: list[dict[str, Any]] = []
+        token = ""
+        while True:
+            query = [("labelSelector", selector), ("limit", str(LIST_PAGE))]
+            if token:
+                query.append(("continue", token))
+            page = self.request("GET", f"{prefix}/{plural}", query=query) or {}
+            items.extend(page.get("items") or [])
+            token = str((page.get("metadata") or {}).get("continue") or "")
+            if not token:
+                return items
 
     def close(self) -> None:
         self._http.close()

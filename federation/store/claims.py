@@ -15,6 +15,9 @@ Invariants:
   ORM row: the ORM leaves an attribute out of its UPDATE when the value it *loaded* was already True,
   so a worker's clear that committed in between would win and the change would be lost (the flag
   False while ``dirty_seq`` moved). An expression is always written.
+- Claims are renewed while the pass that took them runs (``renew``, from the runner's lease job), so a
+  long item keeps its claim and a dead process's claims run out within ``lease_seconds``; a new leader
+  drops the claims of the old one at once (``void_others``).
 - A worker that fails on one row releases it with ``fail``: ``failures`` counts consecutive failures and
   sets an exponential back-off; any success (``release(done=True)``) resets it, and a new change
   (``queue_values``) cancels the back-off so an edit is looked at at once.
@@ -22,6 +25,7 @@ Invariants:
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -104,6 +108,7 @@ def claim(
         .returning(t.c.id, t.c.uid, t.c.kind, t.c.namespace, t.c.name, t.c.dirty_seq, t.c.failures)
     )
     rows = session.execute(statement).all()
+    HOLDINGS.add(owner, table, [row[0] for row in rows])
     # RETURNING order is unspecified; restore the claim order.
     return sorted((Claim(*row) for row in rows), key=lambda c: c.id)
 
@@ -131,6 +136,7 @@ def release(
     if done:
         statement = statement.values(failures=0)
     session.execute(statement)
+    HOLDINGS.remove(owner, table, [c.id for c in claims])
 
 
 def fail(
@@ -148,6 +154,7 @@ def fail(
         .values(claimed_by=None, claimed_until=None, next_attempt_at=retry_at, failures=t.c.failures + 1)
     )
     session.execute(statement)
+    HOLDINGS.remove(owner, table, [item.id])
     return retry_at
 
 
@@ -183,3 +190,87 @@ def mark_dirty(session: Session, table: Claimable, ids: Sequence[int]) -> None:
         return
     t = table_of(table)
     session.execute(update(t).where(t.c.id.in_(list(ids))).values(queue_values(table)))
+
+
+CLAIMABLE: tuple[Claimable, ...] = (
+    ResourceTemplateRow,
+    PropagationPolicyRow,
+    ClusterPropagationPolicyRow,
+    ResourceBindingRow,
+    WorkRow,
+    ClusterRow,
+)
+
+
+class _Holdings:
+    """The claims this process holds, per owner and per thread (a controller pass runs in one thread), so
+    they can be renewed while the pass works on them and forgotten when it ends (``forget_thread``)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._held: dict[tuple[str, int], dict[Claimable, set[int]]] = {}
+
+    def add(self, owner: str, table: Claimable, ids: Sequence[int]) -> None:
+        with self._lock:
+            key = (owner, threading.get_ident())
+            self._held.setdefault(key, {}).setdefault(table, set()).update(ids)
+
+    def remove(self, owner: str, table: Claimable, ids: Sequence[int]) -> None:
+        with self._lock:
+            held = self._held.get((owner, threading.get_ident()), {}).get(table)
+            if held is not None:
+                held.difference_update(ids)
+
+    def of(self, owner: str) -> dict[Claimable, list[int]]:
+        with self._lock:
+            merged: dict[Claimable, set[int]] = {}
+            for (who, _thread), tables in self._held.items():
+                if who == owner:
+                    for table, ids in tables.items():
+                        merged.setdefault(table, set()).update(ids)
+            return {table: sorted(ids) for table, ids in merged.items() if ids}
+
+    def forget_thread(self, owner: str) -> None:
+        with self._lock:
+            self._held.pop((owner, threading.get_ident()), None)
+
+
+HOLDINGS = _Holdings()
+
+
+def forget_held(owner: str) -> None:
+    """The calling thread's pass is over: stop renewing the claims it still holds. A claim it did not give
+    back (the pass raised before its release) then runs out and the item is retried, as before renewal."""
+    HOLDINGS.forget_thread(owner)
+
+
+def renew(session: Session, owner: str, now: datetime, lease_seconds: float) -> int:
+    """Extend the unexpired claims ``owner``'s running passes hold, so an item keeps its claim however long
+    its work takes, while a dead process's claims run out. By primary key, one UPDATE per table that
+    has held claims; none at all when nothing is held (an idle federation)."""
+    renewed = 0
+    for table, ids in HOLDINGS.of(owner).items():
+        t = table_of(table)
+        statement = (
+            update(t)
+            .where(t.c.id.in_(ids), t.c.claimed_by == owner, t.c.claimed_until > now)
+            .values(claimed_until=now + timedelta(seconds=lease_seconds))
+        )
+        renewed += session.execute(statement).rowcount  # type: ignore[attr-defined]
+    return renewed
+
+
+def void_others(session: Session, owner: str) -> int:
+    """Drop every claim held by anyone but ``owner`` (one UPDATE per table). Run by a new leader: only
+    the leader claims, so any other claim belongs to a leader that is gone or fenced off, and its items
+    need not wait for the claims to expire. Dirty flags and back-off stay as they are."""
+    voided = 0
+    for row_type in CLAIMABLE:
+        t = table_of(row_type)
+        statement = (
+            update(t)
+            .where(t.c.claimed_by.is_not(None), t.c.claimed_by != owner)
+            .values(claimed_by=None, claimed_until=None)
+        )
+        voided += session.execute(statement).rowcount  # type: ignore[attr-defined]
+    return voided

@@ -3,6 +3,15 @@
 Invariants:
 - SQLite runs in WAL mode with foreign keys enforced and a busy timeout, so concurrent writers wait for
   each other instead of failing, and ON DELETE CASCADE / SET NULL behave as on Postgres.
+- A SQLite savepoint never opens a transaction by itself: the driver begins a (deferred) transaction only
+  before DML, so a ``SAVEPOINT`` issued outside one would start a deferred transaction whose reads pin a
+  snapshot, and its first write after another writer's commit fails at once with "database is locked"
+  (SQLite cannot wait for a snapshot it already lost). Before such a savepoint the store begins
+  ``IMMEDIATE`` instead, which waits its turn within the busy timeout. (Every controller isolates items
+  in savepoints; under load this was the "database is locked" of issue 12.)
+- Postgres sessions carry ``statement_timeout`` and ``lock_timeout`` and connections a ``connect_timeout``
+  (``Timeouts``), so a stuck statement or an unreachable server fails the unit of work instead of hanging a
+  controller or an API worker for good.
 - Postgres always goes through psycopg 3 (``postgresql+psycopg://``), whatever the URL spelled.
 - Repositories never commit; ``UnitOfWork`` is the only place a transaction ends: commit when the block
   succeeds, rollback when it raises.
@@ -16,24 +25,25 @@ Invariants:
 from __future__ import annotations
 
 import logging
+import math
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import ORMExecuteState, Session, sessionmaker
 
 from federation.store.crypto import SecretBox
 from federation.store.sealing import SECRET_BOX
 
 log = logging.getLogger(__name__)
 
-SQLITE_BUSY_TIMEOUT_MS = 30_000
 PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
 SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal")
@@ -48,20 +58,53 @@ def normalize_url(url: str) -> str:
     return url
 
 
-def make_engine(url: str, **kwargs: Any) -> Engine:
+@dataclass(frozen=True, slots=True)
+class Timeouts:
+    """How long the store waits on the database before the unit of work fails (0: no limit)."""
+
+    connect_seconds: float = 10.0
+    statement_seconds: float = 60.0
+    lock_seconds: float = 10.0
+    sqlite_busy_seconds: float = 30.0
+
+    def postgres_connect_args(self) -> dict[str, Any]:
+        options = (
+            f"-c statement_timeout={_ms(self.statement_seconds)} -c lock_timeout={_ms(self.lock_seconds)}"
+        )
+        args: dict[str, Any] = {"options": options}
+        if self.connect_seconds > 0:
+            # libpq takes whole seconds, and treats 1 as 2: round up, never below 2.
+            args["connect_timeout"] = max(2, math.ceil(self.connect_seconds))
+        return args
+
+
+# A migration may rewrite a large table: no statement limit, but still no endless wait for a lock.
+MIGRATION_TIMEOUTS = Timeouts(statement_seconds=0)
+
+
+def _ms(seconds: float) -> int:
+    return max(0, round(seconds * 1000))
+
+
+def make_engine(url: str, timeouts: Timeouts | None = None, **kwargs: Any) -> Engine:
     """An engine for ``sqlite:///path`` or ``postgresql+psycopg://...``, configured for the store."""
     url = normalize_url(url)
     parsed = make_url(url)
+    timeouts = timeouts or Timeouts()
     if parsed.get_backend_name() == "sqlite":
-        return _sqlite_engine(url, parsed.database, **kwargs)
+        return _sqlite_engine(url, parsed.database, timeouts, **kwargs)
+    # The caller's connect_args win over ours (a test that wants a one-second connect timeout).
+    kwargs["connect_args"] = {**timeouts.postgres_connect_args(), **kwargs.get("connect_args", {})}
     return create_engine(url, pool_pre_ping=True, **kwargs)
 
 
-def _sqlite_engine(url: str, database: str | None, **kwargs: Any) -> Engine:
+def _sqlite_engine(url: str, database: str | None, timeouts: Timeouts, **kwargs: Any) -> Engine:
     if database and database != ":memory:" and not database.startswith("file:"):
         _private_database_file(Path(database).expanduser())
     engine = create_engine(url, pool_pre_ping=True, **kwargs)
-    event.listen(engine, "connect", _configure_sqlite)
+    busy_ms = _ms(timeouts.sqlite_busy_seconds)
+    event.listen(engine, "connect", lambda conn, record: _configure_sqlite(conn, busy_ms))
+    event.listen(engine, "savepoint", _begin_before_savepoint)
     return engine
 
 
@@ -94,16 +137,21 @@ def _tighten(path: Path, allowed: int) -> None:
             log.warning("cannot make %s private (%s): %s", path, oct(allowed), exc.strerror)
 
 
-def _configure_sqlite(dbapi_connection: Any, _record: Any) -> None:
+def _configure_sqlite(dbapi_connection: Any, busy_ms: int) -> None:
     cursor = dbapi_connection.cursor()
     try:
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute(f"PRAGMA busy_timeout={busy_ms}")
         # WAL + NORMAL is durable across application crashes; only an OS crash may lose the last commit.
         cursor.execute("PRAGMA synchronous=NORMAL")
     finally:
         cursor.close()
+
+
+def _begin_before_savepoint(connection: Any, _name: str | None) -> None:
+    if not connection.connection.dbapi_connection.in_transaction:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
 def session_factory(engine: Engine, secret_box: SecretBox | None = None) -> sessionmaker[Session]:
@@ -113,27 +161,62 @@ def session_factory(engine: Engine, secret_box: SecretBox | None = None) -> sess
     return sessionmaker(bind=engine, expire_on_commit=False, autoflush=True, info=info)
 
 
-class UnitOfWork:
-    """``with uow() as session:`` — one transaction; commits on success, rolls back on any exception."""
+Guard = Callable[[Session], None]
+_WROTE = "federation.wrote"
 
-    def __init__(self, factory: sessionmaker[Session]) -> None:
+
+class UnitOfWork:
+    """``with uow() as session:`` — one transaction; commits on success, rolls back on any exception.
+
+    A guarded unit of work (``guarded``) runs its guard inside the transaction just before the commit of
+    any transaction that wrote (a flush, or any statement that is not a SELECT): the leader's fence. The
+    guard raises to roll everything back, so a write and the check it depends on commit together or not
+    at all. Read-only units of work skip it (an idle pass costs no extra statement).
+    """
+
+    def __init__(self, factory: sessionmaker[Session], guard: Guard | None = None) -> None:
         self._factory = factory
+        self._guard = guard
 
     @classmethod
     def for_engine(cls, engine: Engine, secret_box: SecretBox | None = None) -> UnitOfWork:
         return cls(session_factory(engine, secret_box))
 
+    def guarded(self, guard: Guard) -> UnitOfWork:
+        """The same sessions, with ``guard`` checked in every transaction that writes."""
+        return UnitOfWork(self._factory, guard)
+
     @contextmanager
     def __call__(self) -> Iterator[Session]:
         session = self._factory()
+        if self._guard is not None:
+            _track_writes(session)
         try:
             yield session
+            if self._guard is not None:
+                session.flush()
+                if session.info.get(_WROTE):
+                    self._guard(session)
             session.commit()
         except BaseException:
             session.rollback()
             raise
         finally:
             session.close()
+
+
+def _track_writes(session: Session) -> None:
+    """Mark ``session`` once it writes: an ORM flush, or a statement run through it that is not a SELECT."""
+
+    def flushed(flushing: Session, _context: Any) -> None:
+        flushing.info[_WROTE] = True
+
+    def executed(state: ORMExecuteState) -> None:
+        if not state.is_select:
+            state.session.info[_WROTE] = True
+
+    event.listen(session, "after_flush", flushed)
+    event.listen(session, "do_orm_execute", executed)
 
 
 def ping(engine: Engine) -> bool:

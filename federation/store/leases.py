@@ -5,6 +5,10 @@ Invariants:
   comparison on both backends. A lease is expired when ``expires_at <= now``.
 - Leader acquisition is one conditional UPDATE (``holder is me OR nobody OR expired``) after an
   insert-if-missing, so two candidates can never both win; time is always passed in (``now``), never read.
+- The fence (``assert_leader``): a controller transaction that writes first reads the lease row FOR SHARE
+  and checks it still holds it unexpired. A successor's takeover is an UPDATE of that row, so it waits
+  until the transaction ends: the old leader's last write either commits before the takeover or not at
+  all. (SQLite has one writer at a time, so the check alone is enough there.)
 """
 
 from __future__ import annotations
@@ -24,6 +28,10 @@ from federation.store.types import UTCDateTime
 CLUSTER = "cluster"
 LEADER = "leader"
 DEFAULT_LEADER_LEASE = "controllers"
+
+
+class LeaseLost(Exception):
+    """This process no longer holds the leader lease: its controller writes are refused (rolled back)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +141,19 @@ class LeaseRepository:
             .values(holder=None, expires_at=now)
         )
         return bool(self.session.execute(statement).rowcount)  # type: ignore[attr-defined]
+
+    def assert_leader(self, holder: str, now: datetime, name: str = DEFAULT_LEADER_LEASE) -> None:
+        """Raise ``LeaseLost`` unless ``holder`` holds the leader lease unexpired at ``now``; on Postgres the
+        lease row stays share-locked until the transaction ends (see the module docstring)."""
+        statement = (
+            select(LeaseRow.holder, LeaseRow.expires_at)
+            .where(LeaseRow.kind == LEADER, LeaseRow.name == name)
+            .with_for_update(read=True)
+        )
+        row = self.session.execute(statement).first()
+        if row is None or row.holder != holder or row.expires_at is None or row.expires_at <= now:
+            current = "nobody" if row is None or row.holder is None else row.holder
+            raise LeaseLost(f"leader lease {name!r} is not held by {holder} (holder: {current})")
 
     def leader(self, now: datetime, name: str = DEFAULT_LEADER_LEASE) -> str | None:
         lease = self.get(LEADER, name)

@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
+from federation.apiclient import tls_verify
 from federation.store.tokens import TokenRepository
 from tests.members.test_agent_support import ApiServer, deployment_manifest, put_work, start_api_server, work
 
@@ -261,7 +262,7 @@ def tokens(api: ApiServer) -> dict[str, str | None]:
 def call(api: ApiServer, token: str | None, request: Request, role: str) -> httpx.Response:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     body = request.body(role) if request.body else None
-    with httpx.Client(base_url=api.url, headers=headers, timeout=30) as http:
+    with httpx.Client(base_url=api.url, headers=headers, timeout=30, verify=tls_verify(api.ca_pem)) as http:
         return http.request(request.method, request.path.format(role=role), json=body)
 
 

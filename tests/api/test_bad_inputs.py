@@ -37,10 +37,10 @@ PLAN = "/federation/v1/plan"
 def api_server(tmp_path: Path, database_url: str) -> Iterator[RunningServer]:
     """The API alone (no controllers): what is stored stays exactly what the requests stored."""
     settings = load_settings(data_dir=str(tmp_path / "data"), database_url=database_url, api={"port": 0})
-    process = server.build(settings, tmp_path / "client.yaml", run_controllers=False)
+    process = server.build(settings, run_controllers=False)
     process.start_in_thread()
     try:
-        yield RunningServer(process, tmp_path / "client.yaml")
+        yield RunningServer(process)
     finally:
         process.stop()
 
@@ -302,7 +302,8 @@ TABLE: list[Case] = [
         params=(("resourceVersion", "abc"),),
     ),
     # routes and methods
-    Case("patch", "PATCH", f"{CONFIGMAPS}/bad", {"data": {"k": "v"}}, 405, "MethodNotAllowed"),
+    # application/json is no patch type (kube-apiserver: 415)
+    Case("patch-json", "PATCH", f"{CONFIGMAPS}/bad", {"data": {"k": "v"}}, 415, "UnsupportedMediaType"),
     Case("unknown-route", "POST", "/nope", m.CONFIGMAP, 404, "NotFound"),
     Case("unknown-subresource", "PUT", f"{CONFIGMAPS}/bad/scale", m.CONFIGMAP, 404, "NotFound"),
     Case(

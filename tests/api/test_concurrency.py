@@ -11,8 +11,7 @@ from tests.conftest import start_server
 BASE = "/apis/apps/v1/namespaces/default/deployments"
 
 
-def test_two_concurrent_writers_exactly_one_wins(tmp_path, database_url, monkeypatch):
-    monkeypatch.setenv("FEDERATION_CLIENT_CONFIG", str(tmp_path / "client.yaml"))
+def test_two_concurrent_writers_exactly_one_wins(tmp_path, database_url):
     server = start_server(tmp_path, database_url=database_url)
     try:
         with server.client() as http:

@@ -31,9 +31,9 @@ OUTAGE_ENDED = "database available again"
 def start_api(tmp_path: Path, database_url: str) -> RunningServer:
     """The API alone (no controllers): only the test's requests touch the database."""
     settings = load_settings(data_dir=str(tmp_path / "data"), database_url=database_url, api={"port": 0})
-    process = server.build(settings, tmp_path / "client.yaml", run_controllers=False)
+    process = server.build(settings, run_controllers=False)
     process.start_in_thread()
-    return RunningServer(process, tmp_path / "client.yaml")
+    return RunningServer(process)
 
 
 @pytest.fixture
@@ -199,7 +199,7 @@ def test_an_unexpected_error_is_a_500_status_with_one_traceback(
         ("GET", "/federation/v1/nope", 404, "NotFound"),
         ("DELETE", "/healthz", 405, "MethodNotAllowed"),
         ("POST", "/version", 405, "MethodNotAllowed"),
-        ("PATCH", f"{CONFIGMAPS}/cfg", 405, "MethodNotAllowed"),
+        ("PATCH", f"{CONFIGMAPS}/cfg", 415, "UnsupportedMediaType"),  # application/json is no patch type
         ("PATCH", "/apis", 405, "MethodNotAllowed"),
         ("DELETE", "/federation/v1/clusters/m1?force=maybe", 400, "BadRequest"),
     ],

@@ -123,9 +123,9 @@ def live(tmp_path: Path, database_url: str, kube: tuple[KubeExtender, str]) -> I
         api={"port": 0},
         scheduler={"extenders": [extender_entry(kube[1])]},
     )
-    process = server.build(settings, tmp_path / "client.yaml", run_controllers=False)
+    process = server.build(settings, run_controllers=False)
     process.start_in_thread()
-    running = RunningServer(process, tmp_path / "client.yaml")
+    running = RunningServer(process)
     with running.client() as http:
         for name, gpus, score in MEMBERS:
             assert http.post(CLUSTERS, json=cluster(name, score)).status_code == 201
@@ -194,9 +194,8 @@ def test_federation_plan_live_and_offline_print_the_same(
         expected = placed(http.post(PLAN, json={"kind": "List", "items": [template]}).json()["items"][0])
     app = tmp_path / "app.yaml"
     app.write_text(yaml.safe_dump_all([template, POLICY]))
-    token = live.process.admin_token or ""
     live_run = CliRunner().invoke(
-        cli, ["--server", live.url, "--token", token, "plan", "-f", str(app), "-o", "json"]
+        cli, ["--kubeconfig", str(live.kubeconfig), "plan", "-f", str(app), "-o", "json"]
     )
     assert live_run.exit_code == 0, live_run.output
     assert placed(json.loads(live_run.output)["items"][0]) == expected

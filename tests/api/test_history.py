@@ -24,8 +24,7 @@ def _entry(at: float, action: str, cluster: str, reason: str, name: str = "web-d
     )
 
 
-def test_evictions_endpoint_filters_and_metrics(tmp_path, database_url, monkeypatch):
-    monkeypatch.setenv("FEDERATION_CLIENT_CONFIG", str(tmp_path / "client.yaml"))
+def test_evictions_endpoint_filters_and_metrics(tmp_path, database_url):
     server = start_server(tmp_path, database_url=database_url)
     try:
         with server.process.api_context.uow() as session:

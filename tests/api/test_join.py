@@ -14,8 +14,8 @@ from sqlalchemy import select
 
 from federation.cli import server
 from federation.members.client import KubernetesMemberClient
-from federation.members.sim import RunningSimulator
 from federation.settings import load_settings
+from federation.sim import RunningSimulator
 from federation.store.clusters import ClusterRepository
 from federation.store.tables import ClusterRow
 from tests.conftest import RunningServer
@@ -30,10 +30,10 @@ WORKS = "/apis/work.karmada.io/v1alpha1/namespaces/karmada-es-{}/works"
 def api_server(tmp_path: Path, database_url: str) -> Iterator[RunningServer]:
     """The API alone (no controllers), so nothing but the test moves bindings and Works."""
     settings = load_settings(data_dir=str(tmp_path / "data"), database_url=database_url, api={"port": 0})
-    process = server.build(settings, tmp_path / "client.yaml", run_controllers=False)
+    process = server.build(settings, run_controllers=False)
     process.start_in_thread()
     try:
-        yield RunningServer(process, tmp_path / "client.yaml")
+        yield RunningServer(process)
     finally:
         process.stop()
 
@@ -69,7 +69,11 @@ def test_join_stores_credentials_encrypted_and_never_returns_them(
             "zone": "eu-1",
             "provider": "sim",
         }
-        assert created["metadata"]["labels"] == {"env": "prod"}
+        assert created["metadata"]["labels"] == {  # region and zone give the topology labels too
+            "env": "prod",
+            "topology.kubernetes.io/region": "eu",
+            "topology.kubernetes.io/zone": "eu-1",
+        }
         status = created["status"]
         assert status["kubernetesVersion"] == "v1.32.0"
         assert {c["type"]: c["status"] for c in status["conditions"]} == {

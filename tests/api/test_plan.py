@@ -24,10 +24,9 @@ def start_without_controllers(tmp_path: Path, database_url: str | None = None) -
     from federation.settings import load_settings
 
     settings = load_settings(data_dir=str(tmp_path / "data"), database_url=database_url, api={"port": 0})
-    client_config = tmp_path / "client.yaml"
-    process = server.build(settings, client_config, run_controllers=False)
+    process = server.build(settings, run_controllers=False)
     process.start_in_thread()
-    return RunningServer(process, client_config)
+    return RunningServer(process)
 
 
 def cluster(name: str, pods: int) -> dict[str, Any]:
@@ -130,4 +129,4 @@ def test_live_plan_roles_and_bad_bodies(server: RunningServer) -> None:
         assert invalid.status_code == 400 and "replicaSchedulingType" in invalid.json()["message"]
     import httpx
 
-    assert httpx.post(f"{server.url}{PLAN}", json={"items": []}).status_code == 401
+    assert httpx.post(f"{server.url}{PLAN}", json={"items": []}, verify=server.verify).status_code == 401

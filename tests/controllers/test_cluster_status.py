@@ -14,8 +14,8 @@ from federation.controllers.cluster_status import ClusterStatusController
 from federation.controllers.members_access import MemberAccess
 from federation.controllers.runtime import FakeClock
 from federation.members.client import KubernetesMemberClient
-from federation.members.sim import RunningSimulator
 from federation.settings import Settings, load_settings
+from federation.sim import RunningSimulator
 from federation.store import migrate
 from federation.store.clusters import ClusterRepository
 from federation.store.crypto import SecretBox, generate_key

@@ -42,8 +42,7 @@ def _deployment(name: str, replicas: int) -> dict:
 
 
 @pytest.mark.slow
-def test_every_last_write_reaches_its_binding(tmp_path, database_url, monkeypatch):
-    monkeypatch.setenv("FEDERATION_CLIENT_CONFIG", str(tmp_path / "client.yaml"))
+def test_every_last_write_reaches_its_binding(tmp_path, database_url):
     server = start_server(tmp_path, database_url=database_url)
     names = [f"app-{w}-{i}" for w in range(WRITERS) for i in range(PER_WRITER)]
     try:

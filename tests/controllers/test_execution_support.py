@@ -22,9 +22,9 @@ from federation.controllers.members_access import MemberAccess
 from federation.controllers.runtime import FakeClock
 from federation.controllers.work_status import WorkStatusCollector
 from federation.controllers.work_sync import WorkSync
-from federation.members.sim import RunningSimulator, run_simulator_in_thread
 from federation.model.binding import binding_name
 from federation.settings import MemberSettings
+from federation.sim import RunningSimulator, run_simulator_in_thread
 from federation.store import migrate
 from federation.store.bindings import BindingRepository
 from federation.store.clusters import ClusterRepository

@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import select
 
 from federation.controllers.work_sync import backoff_seconds
-from federation.members.sim import RunningSimulator
+from federation.sim import RunningSimulator
 from federation.store.tables import WorkRow
 from tests.controllers.test_execution_support import Harness, harness, member_object, nginx, ready, start_sim
 

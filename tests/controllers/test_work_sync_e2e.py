@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from federation.members.sim import RunningSimulator, run_simulator_in_thread
+from federation.sim import RunningSimulator, run_simulator_in_thread
 from tests.conftest import RunningServer, start_server
 from tests.controllers.test_execution_support import member_object, ready
 from tests.members.helpers import deployment, make_config, wait_for

@@ -784,7 +784,7 @@ def test_interpreter_defaults_null_like_the_api_server():
     assert replicas_of(job(parallelism=None)) == 1
     assert resource_request_of(
         with_resources(deployment(), {"requests": {"cpu": None, "memory": "1Gi"}})
-    ) == {"memory": "1073741824"}
+    ) == {"memory": "1Gi"}
     spec_less = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x"}, "spec": None}
     assert with_replicas(spec_less, 3)["spec"] == {"replicas": 3}
 

@@ -10,6 +10,8 @@ from typing import Any
 
 from sqlalchemy import Engine, event
 
+from tests.sql_counter import TRANSACTION_CONTROL
+
 T0 = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)
 
 
@@ -36,11 +38,13 @@ class StatementLog:
 
 @contextmanager
 def count_statements(engine: Engine) -> Iterator[StatementLog]:
-    """Every SQL statement the engine sends inside the block."""
+    """Every SQL statement the engine sends inside the block, transaction control left out (SQLite's
+    ``BEGIN IMMEDIATE`` is sent as a statement; the drivers' own BEGIN is not)."""
     log = StatementLog()
 
     def record(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
-        log.statements.append(statement)
+        if not statement.lstrip().upper().startswith(TRANSACTION_CONTROL):
+            log.statements.append(statement)
 
     event.listen(engine, "before_cursor_execute", record)
     try:

@@ -54,3 +54,48 @@ def test_unit_of_work_commits_on_success_and_rolls_back_on_error(uow: UnitOfWork
     with uow() as session:
         names = [d["metadata"]["name"] for d in objects(session, "apps/v1", "Deployment").list()[0]]
     assert names == ["kept"]
+
+
+def test_a_sqlite_savepoint_waits_for_writers_instead_of_failing(tmp_path: Path) -> None:
+    """A unit of work reads in a savepoint, another writer commits, then the first writes: on SQLite the
+    savepoint began the transaction IMMEDIATE, so the other writer waited and nothing is "locked"."""
+    from concurrent.futures import ThreadPoolExecutor, wait
+    from threading import Event
+
+    from federation.store.db import UnitOfWork as Uow
+
+    engine = make_engine(f"sqlite:///{tmp_path / 'f.db'}")
+    metadata_create_all(engine)
+    uow = Uow.for_engine(engine)
+    with uow() as session:
+        objects(session, "apps/v1", "Deployment").create(make_deployment("first"))
+    read, other_tried = Event(), Event()
+
+    def other_writer() -> None:
+        read.wait(10)
+        other_tried.set()
+        with uow() as session:
+            objects(session, "apps/v1", "Deployment").create(make_deployment("second"))
+
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            waiting = pool.submit(other_writer)
+            with uow() as session, session.begin_nested():
+                repo = objects(session, "apps/v1", "Deployment")
+                assert repo.get("default", "first") is not None
+                read.set()
+                other_tried.wait(10)
+                wait([waiting], timeout=1)  # with the fix it cannot commit before us; without, it does
+                repo.create(make_deployment("third"))
+            waiting.result(timeout=30)
+        with uow() as session:
+            names = {d["metadata"]["name"] for d in objects(session, "apps/v1", "Deployment").list()[0]}
+        assert names == {"first", "second", "third"}
+    finally:
+        engine.dispose()
+
+
+def metadata_create_all(engine: Engine) -> None:
+    from federation.store.tables import metadata
+
+    metadata.create_all(engine)

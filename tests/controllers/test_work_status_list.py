@@ -1,0 +1,97 @@
+"""Work status collection reads a member by LIST (one per kind its Works carry), not one GET per Work.
+
+Real simulator over TLS, the official client underneath; the member calls of one round are counted at
+the client's ``request``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from federation.members.client import KubernetesMemberClient
+from federation.sim import RunningSimulator, run_simulator_in_thread
+from federation.store.works import WorkRepository
+from tests.controllers.test_execution_support import Harness, member_object
+from tests.members.helpers import deployment, make_config
+
+WORKLOADS = 12
+
+
+@pytest.fixture
+def harness(database_url: str) -> Iterator[Harness]:
+    running = Harness(database_url)
+    try:
+        yield running
+    finally:
+        running.close()
+
+
+@pytest.fixture
+def sim() -> Iterator[RunningSimulator]:
+    running = run_simulator_in_thread(make_config(name="member1", nodes=2, node_cpu="64", ready_delay=0.05))
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+@pytest.fixture
+def member_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    calls: list[tuple[str, str]] = []
+    real = KubernetesMemberClient.request
+
+    def counted(self: KubernetesMemberClient, method: str, path: str, **kwargs: Any) -> Any:
+        calls.append((method, path))
+        return real(self, method, path, **kwargs)
+
+    monkeypatch.setattr(KubernetesMemberClient, "request", counted)
+    return calls
+
+
+def statuses_ready(harness: Harness) -> bool:
+    with harness.uow() as session:
+        works, _ = WorkRepository(session).objects.list()
+    return len(works) == 2 * WORKLOADS and all((w.get("status") or {}).get("manifestStatuses") for w in works)
+
+
+def test_a_round_lists_each_kind_once_whatever_the_number_of_works(
+    harness: Harness, sim: RunningSimulator, member_calls: list[tuple[str, str]]
+) -> None:
+    harness.add_cluster("member1", sim)
+    for index in range(WORKLOADS):
+        template = harness.add_template(deployment(f"web{index:02d}", 1))
+        harness.add_binding(template, [{"name": "member1", "replicas": 1}])
+        config = harness.add_template(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": f"cfg{index:02d}", "namespace": "default"},
+            }
+        )
+        harness.add_binding(config, [{"name": "member1"}])
+    harness.until(lambda: statuses_ready(harness), what="every Work applied with its statuses")
+
+    member_calls.clear()
+    harness.collector.reconcile()
+    gets = [path for method, path in member_calls if method == "GET" and not path.endswith(("/api", "/apis"))]
+    listed = sorted(path for path in gets if "/namespaces/" not in path)
+    assert listed == ["/api/v1/configmaps", "/apis/apps/v1/deployments"], member_calls
+    assert len(gets) == 2, member_calls  # 24 Works, two kinds: two LISTs, no GET per object
+
+
+def test_a_deleted_member_object_is_missing_in_the_list_and_recreated(
+    harness: Harness, sim: RunningSimulator
+) -> None:
+    harness.add_cluster("member1", sim)
+    template = harness.add_template(deployment("web", 1))
+    harness.add_binding(template, [{"name": "member1", "replicas": 1}])
+    harness.until(lambda: member_object(sim, "Deployment", "web") is not None, what="web on the member")
+    client = KubernetesMemberClient(sim.name, sim.kubeconfig)
+    try:
+        assert client.delete("apps/v1", "Deployment", "default", "web")
+    finally:
+        client.close()
+    harness.until(lambda: member_object(sim, "Deployment", "web") is not None, what="web recreated")

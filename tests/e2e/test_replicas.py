@@ -1,0 +1,208 @@
+"""Two real `federation serve` processes on one Postgres (issue 12, "Replicas and fencing").
+
+Both serve the API; one leads the controllers. The leader is SIGKILLed while it is placing and pushing a
+burst of workloads: the other process takes the lease over, drops the dead leader's claims and finishes
+the work, and the final state is exactly the expected one — every Deployment on both members with its
+share of replicas, one Work per binding and cluster, none lost and none twice.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+from sqlalchemy import select
+
+from federation.model.work import work_name
+from federation.sim import RunningSimulator, SimulatorConfig, run_simulator_in_thread
+from federation.store.crypto import generate_key
+from federation.store.db import make_engine
+from federation.store.tables import LeaseRow
+from tests.conftest import _reset_postgres
+from tests.e2e.test_three_members import DEPLOYMENTS, POLICIES, join, member_replicas, put
+from tests.members.helpers import deployment, wait_for
+
+pytestmark = pytest.mark.postgres
+
+WORKLOADS = 30
+DEADLINE = 90.0
+LEASE_SECONDS = 3
+FAST = {
+    "STATUS_INTERVAL_SECONDS": "0.5",
+    "FAILURE_THRESHOLD_SECONDS": "1",
+    "SUCCESS_THRESHOLD_SECONDS": "1",
+    "SCHEDULER_INTERVAL_SECONDS": "0.2",
+    "EXECUTION_INTERVAL_SECONDS": "0.2",
+    "WORK_SYNC_INTERVAL_SECONDS": "0.2",
+    "DETECTOR_INTERVAL_SECONDS": "0.2",
+    "RETRY_BACKOFF_INITIAL_SECONDS": "0.2",
+    "RETRY_BACKOFF_MAX_SECONDS": "1",
+    "LEADER_LEASE_SECONDS": str(LEASE_SECONDS),
+    "CLAIM_LEASE_SECONDS": str(LEASE_SECONDS),
+}
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class Replica:
+    """One `federation serve` process (plain HTTP on its own port, its own data directory)."""
+
+    def __init__(self, tmp_path: Path, name: str, database_url: str, key: str) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.data_dir = tmp_path / name
+        env = {
+            **os.environ,
+            "FEDERATION_DATABASE_URL": database_url,
+            "FEDERATION_SECRETS__ENCRYPTION_KEY": key,
+            "FEDERATION_API__PORT": str(self.port),
+            "FEDERATION_API__INSECURE_HTTP": "true",
+            **{f"FEDERATION_CONTROLLERS__{k}": v for k, v in FAST.items()},
+        }
+        for name_ in ("FEDERATION_CONFIG", "FEDERATION_SERVER", "FEDERATION_TOKEN", "FEDERATION_DATA_DIR"):
+            env.pop(name_, None)
+        self.log = (tmp_path / f"{name}.log").open("w")
+        command = [sys.executable, "-m", "federation", "serve", "--data-dir", str(self.data_dir)]
+        self.process = subprocess.Popen(command, env=env, stdout=self.log, stderr=subprocess.STDOUT)
+
+    def ready(self) -> bool:
+        try:
+            return httpx.get(f"{self.url}/readyz", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return self.process.poll() is not None and pytest.fail(f"{self.data_dir.name} exited")
+
+    def admin_token(self) -> str:
+        config = yaml.safe_load((self.data_dir / "federation.kubeconfig").read_text())
+        return str(config["users"][0]["user"]["token"])
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.log.close()
+
+
+@pytest.fixture
+def database(postgres_server_url: str) -> str:
+    _reset_postgres(postgres_server_url)
+    return postgres_server_url
+
+
+@pytest.fixture
+def members() -> Iterator[dict[str, RunningSimulator]]:
+    sims = {
+        name: run_simulator_in_thread(SimulatorConfig(name=name, nodes=2, node_cpu="64", ready_delay=0.1))
+        for name in ("member1", "member2")
+    }
+    try:
+        yield sims
+    finally:
+        for sim in sims.values():
+            sim.stop()
+
+
+def leader(database_url: str) -> str | None:
+    engine = make_engine(database_url)
+    try:
+        with engine.connect() as connection:
+            statement = select(LeaseRow.holder).where(LeaseRow.kind == "leader")
+            return connection.execute(statement).scalar()
+    finally:
+        engine.dispose()
+
+
+def divided(name: str) -> dict[str, Any]:
+    static = [{"targetCluster": {"clusterNames": [c]}, "weight": 1} for c in ("member1", "member2")]
+    return {
+        "apiVersion": "policy.karmada.io/v1alpha1",
+        "kind": "PropagationPolicy",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment"}],
+            "placement": {
+                "clusterAffinity": {"clusterNames": ["member1", "member2"]},
+                "replicaScheduling": {
+                    "replicaSchedulingType": "Divided",
+                    "replicaDivisionPreference": "Weighted",
+                    "weightPreference": {"staticWeightList": static},
+                },
+            },
+        },
+    }
+
+
+def scheduled(http: httpx.Client) -> int:
+    bindings = http.get("/apis/work.karmada.io/v1alpha2/namespaces/default/resourcebindings").json()["items"]
+    return sum(1 for b in bindings if (b.get("spec") or {}).get("clusters"))
+
+
+def works(http: httpx.Client, cluster: str) -> list[str]:
+    listed = http.get(f"/apis/work.karmada.io/v1alpha1/namespaces/karmada-es-{cluster}/works").json()
+    return sorted(w["metadata"]["name"] for w in listed["items"])
+
+
+def test_sigkill_of_the_leader_hands_its_work_to_the_other_replica(
+    tmp_path: Path, database: str, members: dict[str, RunningSimulator]
+) -> None:
+    key = generate_key().decode()  # both replicas seal and unseal member credentials with it
+    first = Replica(tmp_path, "first", database, key)
+    replicas = [first]
+    try:
+        wait_for(first.ready, timeout=DEADLINE, interval=0.1, what="the first replica to be ready")
+        wait_for(lambda: leader(database), timeout=DEADLINE, interval=0.1, what="a leader")
+        first_leader = leader(database)
+        second = Replica(tmp_path, "second", database, key)
+        replicas.append(second)
+        wait_for(second.ready, timeout=DEADLINE, interval=0.1, what="the second replica to be ready")
+        headers = {"Authorization": f"Bearer {first.admin_token()}"}
+        with httpx.Client(base_url=second.url, headers=headers, timeout=30) as http:
+            for name in ("member1", "member2"):
+                join(http, name, members[name])
+            put(http, POLICIES, divided("spread"))
+            for index in range(WORKLOADS):  # through the follower: every replica serves the API
+                put(http, DEPLOYMENTS, deployment(f"app{index:02d}", 2))
+            wait_for(lambda: scheduled(http) > 0, timeout=DEADLINE, interval=0.05, what="the first placement")
+            first.process.send_signal(signal.SIGKILL)  # mid-burst: claims held, Works half written
+            first.process.wait()
+            assert leader(database) == first_leader  # its lease outlives it ...
+            wait_for(
+                lambda: leader(database) not in (None, first_leader),
+                timeout=DEADLINE,
+                interval=0.2,
+                what="the second replica to take the lease",
+            )
+            put(http, DEPLOYMENTS, deployment("after-the-crash", 4))  # new work lands on the new leader
+            want = {f"app{index:02d}": 1 for index in range(WORKLOADS)} | {"after-the-crash": 2}
+
+            def converged() -> bool:
+                return all(
+                    member_replicas(members[cluster], name) == (share, share)
+                    for name, share in want.items()
+                    for cluster in ("member1", "member2")
+                )
+
+            wait_for(converged, timeout=DEADLINE, interval=0.5, what="every workload on both members")
+            expected = sorted(work_name("default", name, "Deployment") for name in want)
+            assert works(http, "member1") == expected
+            assert works(http, "member2") == expected
+            assert scheduled(http) == len(want)
+    finally:
+        for replica in replicas:
+            replica.stop()
