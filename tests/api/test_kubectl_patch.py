@@ -5,33 +5,12 @@ from __future__ import annotations
 
 import copy
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 from tests.api import manifests as m
-
-KUBECTL = "/usr/bin/kubectl"
-
-
-@pytest.fixture
-def kubectl(federation_server, tmp_path: Path) -> Any:
-    def run(*args: str) -> subprocess.CompletedProcess[str]:
-        command = [
-            KUBECTL,
-            "--kubeconfig",
-            str(federation_server.kubeconfig),
-            "--cache-dir",
-            str(tmp_path / "kube-cache"),
-            "--request-timeout=20s",
-            *args,
-        ]
-        return subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
-
-    return run
 
 
 def _deployment(kubectl: Any) -> dict[str, Any]:

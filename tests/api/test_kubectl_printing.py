@@ -4,35 +4,13 @@ time, `describe` and `get events` show what the controllers recorded."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 from tests.api import manifests as m
-
-KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"
-
-
-@pytest.fixture
-def kubectl(federation_server: Any, tmp_path: Path) -> Any:
-    def run(*args: str) -> subprocess.CompletedProcess[str]:
-        command = [
-            KUBECTL,
-            "--kubeconfig",
-            str(federation_server.kubeconfig),
-            "--cache-dir",
-            str(tmp_path / "kube-cache"),
-            "--request-timeout=20s",
-            *args,
-        ]
-        return subprocess.run(command, capture_output=True, text=True, timeout=90, check=False)
-
-    return run
 
 
 def header(output: str) -> list[str]:
