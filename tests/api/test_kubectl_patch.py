@@ -101,3 +101,8 @@ def test_kubectl_client_side_apply_patches_what_changed(kubectl: Any, tmp_path: 
     reverted = kubectl("apply", "-f", str(manifest))  # the sidecar goes: a $patch: delete directive
     assert reverted.returncode == 0, reverted.stderr
     assert [c["name"] for c in _deployment(kubectl)["spec"]["template"]["spec"]["containers"]] == ["nginx"]
+
+    deleted = kubectl("delete", "-f", str(manifest))
+    assert deleted.returncode == 0 and 'deployment.apps "nginx" deleted' in deleted.stdout, deleted.stderr
+    gone = kubectl("get", "deployment", "nginx", "-n", "default")
+    assert gone.returncode != 0 and "NotFound" in gone.stderr

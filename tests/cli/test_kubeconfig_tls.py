@@ -106,6 +106,7 @@ def test_the_official_python_client_loads_the_kubeconfig(federation_server: Runn
         )
         assert [c["metadata"]["name"] for c in clusters["items"]] == ["member1"]
         core = kube.CoreV1Api(api)
+        # No api_version or kind: the client leaves them out of the body, the server takes them from the URL.
         body = kube.V1ConfigMap(metadata=kube.V1ObjectMeta(name="settings"), data={"mode": "tls"})
         core.create_namespaced_config_map("default", body)
         names = [c.metadata.name for c in core.list_namespaced_config_map("default").items]
