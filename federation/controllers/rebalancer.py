@@ -9,7 +9,7 @@ One pass:
    scheduled since (only those entries are judged), or its TTL runs out; the rest cost nothing.
 2. Those rebalancers, the bindings of their entries to judge and the bindings' latest decisions are loaded
    (one query each). Each rebalancer is then synced and judged (``model/rebalancing``, pure) and written
-   in a savepoint of the pass's transaction: its bindings' ``spec.rescheduleTriggeredAt`` by one flush in a
+   in a savepoint of the pass's transaction: its bindings' ``spec.rescheduleTriggeredAt`` by one UPDATE in a
    savepoint (or, if that fails, each binding in a savepoint of its own; the write queues the binding for
    the scheduler: ``derive``), with a Normal event on each; the
    status with the resourceVersion read; events on the rebalancer; the TTL delete with the
@@ -46,6 +46,7 @@ from federation.controllers.runtime import Clock, Outcome
 from federation.model import rebalancing
 from federation.model.rebalancer import API_VERSION, KIND
 from federation.model.rebalancing import Action, Entry, LatestDecision
+from federation.store import bulkflush
 from federation.store.bindings import BindingRepository
 from federation.store.db import UnitOfWork
 from federation.store.events import EventEntry, EventRepository, InvolvedObject
@@ -312,6 +313,7 @@ class WorkloadRebalancerController:
             repo.objects(row.namespace).replace_loaded(row, split(body), flush=False)
             keys.append(key)
             events.append(EventEntry(InvolvedObject.of(body), "Normal", "RescheduleTriggered", message))
+        bulkflush.flush_rows(session, [loaded.rows[key] for key in keys])
         session.flush()
         EventRepository(session).record_many(events, now=now, source=EVENT_SOURCE)
         return {key: join(loaded.rows[key]) for key in keys}

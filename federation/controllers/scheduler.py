@@ -52,7 +52,7 @@ from federation.scheduling.extender import Extender
 from federation.scheduling.extenders_run import extenders_bind
 from federation.scheduling.types import ClusterSnapshot, EngineConfig, ScheduleResult, TargetCluster
 from federation.scheduling.workloadpolicy import QuotaLedger, ledger_of
-from federation.store import claims, requeue
+from federation.store import bulkflush, claims, requeue
 from federation.store.bindings import BindingRepository
 from federation.store.db import UnitOfWork
 from federation.store.decisions import Decision, DecisionRepository
@@ -289,6 +289,7 @@ class Scheduler:
         repo = BindingRepository(session, clock=self.clock.now)
         stored: list[tuple[Pending, Manifest, int, Manifest]] = []
         stale: list[claims.Claim] = []
+        touched: list[ResourceBindingRow] = []
         for p in pending:
             row = rows.get(p.item.id)
             meta = p.binding["metadata"]
@@ -308,7 +309,9 @@ class Scheduler:
             objects.update_status_loaded(row, written.get("status"), flush=False)
             own_bumps = int(current.get("spec") != written.get("spec"))
             stored.append((p, written, own_bumps, explanation))
-        session.flush()
+            touched.append(row)
+        bulkflush.flush_rows(session, touched)
+        session.flush()  # the child rows (target clusters, eviction tasks)
         decided = [(w, p.result, e) for p, w, _, e in stored if p.result is not None]
         _record_many(session, decided, now)
         done: list[claims.Claim] = []

@@ -41,6 +41,7 @@ from federation.controllers.runtime import Clock, Outcome
 from federation.model import failover
 from federation.model.placement import Taint, Toleration
 from federation.settings import FailoverSettings
+from federation.store import bulkflush
 from federation.store.bindings import BindingRepository
 from federation.store.db import UnitOfWork
 from federation.store.events import EventEntry, EventRepository, InvolvedObject
@@ -329,7 +330,8 @@ def _evict_batch(
     for binding_id, body in bodies.items():
         row = by_id[binding_id]
         repo.objects(row.namespace).replace_loaded(row, split(body), flush=False)
-    session.flush()
+    bulkflush.flush_rows(session, [by_id[binding_id] for binding_id in bodies])
+    session.flush()  # the child rows (target clusters, eviction tasks)
     said = [_said(evicted, bodies[binding_id], now) for binding_id, evicted in done]
     EventRepository(session).record_many([event for _, event in said], now=now, source=EVENT_SOURCE)
     return [entry for entry, _ in said]

@@ -23,6 +23,7 @@ from typing import Any, cast
 
 from sqlalchemy import ColumnElement, Row, delete, event, insert, inspect, text
 from sqlalchemy.orm import Session, UOWTransaction
+from sqlalchemy.orm.attributes import NO_VALUE
 
 from federation.store.manifest import join
 from federation.store.sealing import SECRET_BOX, seal_manifest
@@ -141,9 +142,9 @@ def _before_flush(session: Session, _flush: UOWTransaction, _instances: Iterable
             rows.append(row)
             changes.append(Change(ADDED, join(row)))
     for row in session.dirty:
-        if isinstance(row, ObjectMixin) and _manifest_changed(row):
+        if isinstance(row, ObjectMixin) and manifest_changed(row):
             rows.append(row)
-            changes.append(Change(MODIFIED, join(row), _previous_labels(row)))
+            changes.append(Change(MODIFIED, join(row), previous_labels(row)))
     for row in session.deleted:
         if isinstance(row, ObjectMixin):  # ``Session.delete``: the repositories delete with SQL instead
             changes.append(Change(DELETED, join(row)))
@@ -152,12 +153,21 @@ def _before_flush(session: Session, _flush: UOWTransaction, _instances: Iterable
         row.resource_version = revision
 
 
-def _manifest_changed(row: ObjectMixin) -> bool:
-    attrs = inspect(row).attrs
-    return any(attrs[name].history.has_changes() for name in MANIFEST_ATTRIBUTES)
+def manifest_changed(row: ObjectMixin) -> bool:
+    """Whether a manifest column of ``row`` holds a value other than its committed one. Read from the
+    state's committed values (the rule of attribute history, without building a history per column: the
+    hook runs for every dirty row of every flush)."""
+    state = inspect(row)
+    committed, current = state.committed_state, state.dict
+    for name in MANIFEST_ATTRIBUTES:
+        if name in committed and name in current:
+            old = committed[name]
+            if old is NO_VALUE or current[name] != old:
+                return True
+    return False
 
 
-def _previous_labels(row: ObjectMixin) -> dict[str, Any] | None:
+def previous_labels(row: ObjectMixin) -> dict[str, Any] | None:
     """The labels before this write when it changes them (None: unchanged, or not loaded to compare)."""
     history = inspect(row).attrs["labels"].history
     if not history.has_changes() or not history.deleted:
@@ -168,4 +178,14 @@ def _previous_labels(row: ObjectMixin) -> dict[str, Any] | None:
 event.listen(Session, "before_flush", _before_flush)
 
 
-__all__ = ["ADDED", "DELETED", "MODIFIED", "Change", "allocate", "delete_returning", "record"]
+__all__ = [
+    "ADDED",
+    "DELETED",
+    "MODIFIED",
+    "Change",
+    "allocate",
+    "delete_returning",
+    "manifest_changed",
+    "previous_labels",
+    "record",
+]

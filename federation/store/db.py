@@ -39,6 +39,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import ORMExecuteState, Session, sessionmaker
 
+from federation.store import jsoncodec
 from federation.store.crypto import SecretBox
 from federation.store.sealing import SECRET_BOX
 
@@ -95,13 +96,18 @@ def make_engine(url: str, timeouts: Timeouts | None = None, **kwargs: Any) -> En
         return _sqlite_engine(url, parsed.database, timeouts, **kwargs)
     # The caller's connect_args win over ours (a test that wants a one-second connect timeout).
     kwargs["connect_args"] = {**timeouts.postgres_connect_args(), **kwargs.get("connect_args", {})}
-    return create_engine(url, pool_pre_ping=True, **kwargs)
+    return create_engine(url, pool_pre_ping=True, **_json_codec(kwargs))
+
+
+def _json_codec(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The store's JSON codec (``jsoncodec``) unless the caller brings its own."""
+    return {"json_serializer": jsoncodec.dumps, "json_deserializer": jsoncodec.loads, **kwargs}
 
 
 def _sqlite_engine(url: str, database: str | None, timeouts: Timeouts, **kwargs: Any) -> Engine:
     if database and database != ":memory:" and not database.startswith("file:"):
         _private_database_file(Path(database).expanduser())
-    engine = create_engine(url, pool_pre_ping=True, **kwargs)
+    engine = create_engine(url, pool_pre_ping=True, **_json_codec(kwargs))
     busy_ms = _ms(timeouts.sqlite_busy_seconds)
     event.listen(engine, "connect", lambda conn, record: _configure_sqlite(conn, busy_ms))
     event.listen(engine, "savepoint", _begin_before_savepoint)

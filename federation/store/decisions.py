@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
 from federation.store import retention
-from federation.store.tables import SchedulingDecisionRow
+from federation.store.tables import SchedulingDecisionRow, table_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,9 +68,10 @@ class DecisionRepository:
         return Decision.from_row(row)
 
     def append_many(self, decisions: Sequence[Decision]) -> None:
-        """Append a batch: one multi-row INSERT at the flush (nothing is read back)."""
-        self.session.add_all([_row_of(d) for d in decisions])
-        self.session.flush()
+        """Append a batch: one Core executemany INSERT (no ORM objects, nothing read back)."""
+        if not decisions:
+            return
+        self.session.execute(insert(table_of(SchedulingDecisionRow)), [_values_of(d) for d in decisions])
 
     def latest(self, binding_uid: str) -> Decision | None:
         found = self.history(binding_uid=binding_uid, limit=1)
@@ -103,7 +104,11 @@ class DecisionRepository:
 
 
 def _row_of(decision: Decision) -> SchedulingDecisionRow:
-    return SchedulingDecisionRow(
+    return SchedulingDecisionRow(**_values_of(decision))
+
+
+def _values_of(decision: Decision) -> dict[str, Any]:
+    return dict(
         binding_uid=decision.binding_uid,
         binding_kind=decision.binding_kind,
         binding_namespace=decision.binding_namespace,

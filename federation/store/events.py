@@ -24,8 +24,6 @@ from federation.store import dialect, retention
 from federation.store.tables import EventRow, table_of
 
 EVENT_TYPES = frozenset({"Normal", "Warning"})
-# Events per multi-row upsert: 12 parameters each stays far below SQLite's and Postgres's limits.
-UPSERT_CHUNK = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,8 +134,8 @@ class EventRepository:
         return Event.from_row(row)
 
     def record_many(self, entries: Sequence[EventEntry], *, now: datetime, source: str = "") -> None:
-        """``record`` for a batch in one upsert per ``UPSERT_CHUNK`` events (repeats in it counted once
-        each); nothing is read back."""
+        """``record`` for a batch as one executemany upsert (repeats in it counted once each); nothing
+        is read back."""
         counted: dict[str, tuple[EventEntry, int]] = {}
         for entry in entries:
             if entry.type not in EVENT_TYPES:
@@ -162,17 +160,20 @@ class EventRepository:
             }
             for key, (entry, count) in counted.items()
         ]
+        if not values:
+            return
+        # One statement compiled once (cached) and sent as an executemany: a multi-VALUES literal of
+        # hundreds of rows is compiled anew for every batch, which cost more than the round trips.
         table = table_of(EventRow)
-        for start in range(0, len(values), UPSERT_CHUNK):
-            statement = dialect.insert(self.session, table).values(values[start : start + UPSERT_CHUNK])
-            statement = statement.on_conflict_do_update(
-                index_elements=["dedup_key"],
-                set_={
-                    "count": table.c.count + statement.excluded.count,
-                    "last_timestamp": statement.excluded.last_timestamp,
-                },
-            )
-            self.session.execute(statement)
+        statement = dialect.insert(self.session, table)
+        statement = statement.on_conflict_do_update(
+            index_elements=["dedup_key"],
+            set_={
+                "count": table.c.count + statement.excluded.count,
+                "last_timestamp": statement.excluded.last_timestamp,
+            },
+        )
+        self.session.execute(statement, values)
 
     def for_object(self, kind: str, namespace: str, name: str) -> list[Event]:
         """Events about one object, oldest first (as ``describe`` prints them)."""

@@ -1,6 +1,6 @@
 """The scheduler's hot path has a pinned SQL cost: clusters, WorkloadPolicies and templates are read once
-per cycle whatever the batch size, the batch's writes are a fixed handful of statements, and each binding
-adds only its own UPDATE."""
+per cycle whatever the batch size, the batch's writes are a fixed handful of statements, and a binding adds
+only its child-row inserts where the backend cannot batch them."""
 
 from __future__ import annotations
 
@@ -16,14 +16,15 @@ from tests.store.support import count_statements
 # clusters, templates.
 PER_CYCLE = 6
 # Per batch write: load the rows, their target rows and eviction-task rows; the batch's global revisions
-# (one statement) and change-log rows (one executemany); one event upsert, clear the dirty flags
-# (executemany), release the claims.
-PER_BATCH = 8
-# Per binding: its UPDATE (spec + status in one; not batched, because queueing is a SQL expression).
-PER_BINDING = 1
-# The 2 target rows and the decision record of each binding: one INSERT each on SQLite; on Postgres one
-# batched INSERT (insertmanyvalues) per table for the whole batch.
-ROW_INSERTS = {"sqlite": lambda count: 3 * count, "postgresql": lambda count: 2}
+# (one statement) and change-log rows (one executemany); the bindings' UPDATEs (one executemany, each row
+# checking the resourceVersion it was read at: ``store.bulkflush``); one event upsert, clear the dirty
+# flags (executemany), release the claims.
+PER_BATCH = 9
+# Per binding: nothing of its own beyond the row inserts below.
+PER_BINDING = 0
+# The 2 target rows of each binding: one INSERT each on SQLite, one batched INSERT (insertmanyvalues) on
+# Postgres; the decision records: one executemany for the batch on both.
+ROW_INSERTS = {"sqlite": lambda count: 2 * count + 1, "postgresql": lambda count: 2}
 
 
 @pytest.fixture
