@@ -17,6 +17,7 @@ import click
 from federation.cli import server
 from federation.cli.context import CliContext, pass_cli
 from federation.cli.printers import render_rows
+from federation.cli.signals import stop_signals
 from federation.settings import Settings, load_settings
 from federation.store import migrate
 from federation.store.db import UnitOfWork, make_engine, private_directory
@@ -91,12 +92,18 @@ def serve_command(
     logging.basicConfig(
         level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
     )
-    try:
-        process = server.build(settings)
-    except ValueError as exc:  # settings checked only when built (extender TLS files, one binder)
-        raise click.ClickException(f"bad settings: {' '.join(str(exc).split())}") from exc
-    announce(process)
-    process.run()
+    process = server.ServerProcess(settings)
+    # From here on SIGINT and SIGTERM stop the process cleanly and it exits 0, also while it starts (the
+    # controllers, and with them the leader lease, start before it serves).
+    with stop_signals(process.request_stop):
+        try:
+            process.open()
+        except ValueError as exc:  # settings checked only when built (extender TLS files, one binder)
+            raise click.ClickException(f"bad settings: {' '.join(str(exc).split())}") from exc
+        except OSError as exc:  # the port is taken, a file cannot be read: `up` says it so too
+            raise click.ClickException(f"federation serve failed: {exc}") from exc
+        announce(process)
+        process.run()
 
 
 def configure_logging(level: str) -> None:

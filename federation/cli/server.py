@@ -1,5 +1,5 @@
-"""The composition root: builds the database, secret box, API app (and later the controllers) of one
-`serve`/`up` process, and runs them until stopped.
+"""The composition root: builds the database, secret box, API app and controllers of one `serve`/`up`
+process, and runs them until stopped.
 
 First start on an empty database: the schema is migrated, an admin token is created, and the kubeconfig
 ``<data_dir>/federation.kubeconfig`` (the CA, the server URL and that token, mode 0600) is written, so the
@@ -12,11 +12,16 @@ Invariants:
 - A process whose encryption key is not the one the database was written with stops before serving
   (``KeyMismatch``, one line), instead of failing to decrypt every member's credentials.
 - Every session carries the key, so Secret data is sealed at rest (``store.sealing``).
+- Stopping runs every stop hook, last added first (the controllers stop and release the leader lease, the
+  member clients close, then the engine is disposed), also when one of them fails, when the start fails
+  half-way, and when `serve` is stopped by SIGINT or SIGTERM (``request_stop``): a successor replica then
+  takes the lease at its next try instead of after the lease duration.
 """
 
 from __future__ import annotations
 
 import logging
+import signal
 import socket
 import threading
 import time
@@ -122,6 +127,8 @@ class ServerProcess:
     run_controllers: bool = True
     runner: ControllerRunner | None = None
     stop_hooks: list[Callable[[], None]] = field(default_factory=list)
+    _stop_signal: int | None = None  # the signal that asked `run` to stop
+    _stopping: bool = False  # the stop hooks are running
 
     def prepare(self) -> ApiContext:
         """Migrate, load and verify the key, bootstrap the admin token; the context the app is built from."""
@@ -154,7 +161,10 @@ class ServerProcess:
 
     def bind(self, app: FastAPI) -> None:
         api = self.settings.api
-        self._sock = bind_socket(api.host, api.port)
+        try:
+            self._sock = bind_socket(api.host, api.port)
+        except OSError as exc:  # the message alone ("Address already in use") does not say which
+            raise OSError(exc.errno, f"cannot listen on {api.host}:{api.port}: {exc.strerror}") from exc
         port = self._sock.getsockname()[1]
         self.url = serving.client_url(api, api.host, port, self.tls)
         config = uvicorn.Config(
@@ -172,13 +182,41 @@ class ServerProcess:
         app.state.ctx.stopping = lambda: server.should_exit  # open watches end when the server stops
         serving.write_federation_kubeconfig(self.kubeconfig_file, self.url, self.tls, self.kubeconfig_token)
 
+    def open(self) -> None:
+        """Prepare (the controllers start here) and bind; when that fails, whatever started is stopped again
+        (a port in use must not leave a process that holds the leader lease on its way out)."""
+        try:
+            self.bind(create_app(self.prepare()))
+        except BaseException:
+            self._run_stop_hooks()
+            raise
+
+    def request_stop(self, signum: int) -> None:
+        """`serve`'s SIGINT/SIGTERM handler (``signals.stop_signals``, installed before `open`): the server
+        stops serving and `run` returns after the stop hooks. A signal that comes before serving starts is
+        kept, and `run` then only stops. A second Ctrl-C while the stop hooks run interrupts them (the
+        usual way out of a stop that hangs); uvicorn's own handlers take the signals while it serves."""
+        if self._stopping and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        if self._stop_signal is None:
+            self._stop_signal = signum
+        if self._server is not None:
+            self._server.should_exit = True
+
     def run(self) -> None:
-        """Serve in this thread until the server is told to exit (Ctrl-C)."""
+        """Serve in this thread until stopped (``request_stop``), then run the stop hooks and return."""
         assert self._server is not None and self._sock is not None
         try:
-            self._server.run(sockets=[self._sock])
+            if self._stop_signal is None:
+                self._server.run(sockets=[self._sock])
+            else:
+                self._sock.close()
         finally:
+            self._stopping = True
+            cause = f" on {signal.Signals(self._stop_signal).name}" if self._stop_signal else ""
+            log.info("stopping%s: controllers, leader lease, member clients", cause)
             self._run_stop_hooks()
+            log.info("stopped")
 
     def start_in_thread(self) -> None:
         assert self._server is not None and self._sock is not None
@@ -195,8 +233,14 @@ class ServerProcess:
         self._run_stop_hooks()
 
     def _run_stop_hooks(self) -> None:
+        # Each hook runs even when one before it failed: a lease that cannot be released (the database is
+        # down) must not keep the engine from being disposed.
         while self.stop_hooks:
-            self.stop_hooks.pop()()
+            hook = self.stop_hooks.pop()
+            try:
+                hook()
+            except Exception:
+                log.exception("stopping: %s failed", getattr(hook, "__qualname__", hook))
 
 
 def _wait_started(server: uvicorn.Server, timeout: float = 10.0) -> None:
@@ -210,8 +254,6 @@ def _wait_started(server: uvicorn.Server, timeout: float = 10.0) -> None:
 def build(
     settings: Settings, kubeconfig_path: Path | None = None, *, run_controllers: bool = True
 ) -> ServerProcess:
-    process = ServerProcess(settings, kubeconfig_path)
-    process.run_controllers = run_controllers
-    ctx = process.prepare()
-    process.bind(create_app(ctx))
+    process = ServerProcess(settings, kubeconfig_path, run_controllers=run_controllers)
+    process.open()
     return process

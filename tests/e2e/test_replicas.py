@@ -4,6 +4,9 @@ Both serve the API; one leads the controllers. The leader is SIGKILLed while it 
 burst of workloads: the other process takes the lease over, drops the dead leader's claims and finishes
 the work, and the final state is exactly the expected one — every Deployment on both members with its
 share of replicas, one Work per binding and cluster, none lost and none twice.
+
+A SIGTERMed leader stops cleanly instead: it exits 0 and releases its lease on the way out, so the other
+replica leads at its next try, long before that lease would have run out.
 """
 
 from __future__ import annotations
@@ -14,8 +17,9 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import httpx
 import pytest
@@ -60,7 +64,14 @@ def free_port() -> int:
 class Replica:
     """One `federation serve` process (plain HTTP on its own port, its own data directory)."""
 
-    def __init__(self, tmp_path: Path, name: str, database_url: str, key: str) -> None:
+    def __init__(
+        self,
+        tmp_path: Path,
+        name: str,
+        database_url: str,
+        key: str,
+        controllers: dict[str, str] | None = None,
+    ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.data_dir = tmp_path / name
@@ -70,7 +81,7 @@ class Replica:
             "FEDERATION_SECRETS__ENCRYPTION_KEY": key,
             "FEDERATION_API__PORT": str(self.port),
             "FEDERATION_API__INSECURE_HTTP": "true",
-            **{f"FEDERATION_CONTROLLERS__{k}": v for k, v in FAST.items()},
+            **{f"FEDERATION_CONTROLLERS__{k}": v for k, v in (FAST | (controllers or {})).items()},
         }
         for name_ in ("FEDERATION_CONFIG", "FEDERATION_SERVER", "FEDERATION_TOKEN", "FEDERATION_DATA_DIR"):
             env.pop(name_, None)
@@ -124,6 +135,23 @@ def leader(database_url: str) -> str | None:
         with engine.connect() as connection:
             statement = select(LeaseRow.holder).where(LeaseRow.kind == "leader")
             return connection.execute(statement).scalar()
+    finally:
+        engine.dispose()
+
+
+class LeaderLease(NamedTuple):
+    holder: str | None
+    acquired_at: datetime | None
+    expires_at: datetime | None
+
+
+def leader_lease(database_url: str) -> LeaderLease:
+    engine = make_engine(database_url)
+    try:
+        with engine.connect() as connection:
+            columns = (LeaseRow.holder, LeaseRow.acquired_at, LeaseRow.expires_at)
+            row = connection.execute(select(*columns).where(LeaseRow.kind == "leader")).one()
+            return LeaderLease(*row)
     finally:
         engine.dispose()
 
@@ -203,6 +231,47 @@ def test_sigkill_of_the_leader_hands_its_work_to_the_other_replica(
             assert works(http, "member1") == expected
             assert works(http, "member2") == expected
             assert scheduled(http) == len(want)
+    finally:
+        for replica in replicas:
+            replica.stop()
+
+
+def test_sigterm_of_the_leader_releases_its_lease_to_the_other_replica(tmp_path: Path, database: str) -> None:
+    # A long lease: were it not released, the other replica could not lead for a minute. It tries to take
+    # the lease every lease/3 (20 s), and has taken it at the latest then.
+    long_lease = {"LEADER_LEASE_SECONDS": "60", "CLAIM_LEASE_SECONDS": "60"}
+    key = generate_key().decode()
+    first = Replica(tmp_path, "first", database, key, long_lease)
+    replicas = [first]
+    try:
+        wait_for(first.ready, timeout=DEADLINE, interval=0.1, what="the first replica to be ready")
+        wait_for(lambda: leader(database), timeout=DEADLINE, interval=0.1, what="a leader")
+        second = Replica(tmp_path, "second", database, key, long_lease)
+        replicas.append(second)
+        wait_for(second.ready, timeout=DEADLINE, interval=0.1, what="the second replica to be ready")
+        held = leader_lease(database)
+        assert held.holder is not None and held.expires_at is not None
+
+        first.process.send_signal(signal.SIGTERM)
+        assert first.process.wait(timeout=DEADLINE) == 0
+        released = leader_lease(database)
+        assert released.holder != held.holder  # given up on the way out, not left to run out
+        assert released.expires_at is not None and released.expires_at < held.expires_at
+
+        def taken_by_another() -> LeaderLease | None:
+            lease = leader_lease(database)
+            return lease if lease.holder not in (None, held.holder) else None
+
+        taken = wait_for(
+            taken_by_another,
+            timeout=DEADLINE,
+            interval=0.2,
+            what="the second replica to take the lease",
+        )
+        assert taken is not None and taken.acquired_at is not None
+        assert taken.acquired_at < held.expires_at  # while the first one's lease would still be valid
+        log = (tmp_path / "first.log").read_text()
+        assert "stopping on SIGTERM" in log and "Traceback" not in log
     finally:
         for replica in replicas:
             replica.stop()

@@ -1,0 +1,137 @@
+"""The figures of a run (one JSON object) and the short text report of the main ones."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from .database import DbStats
+from .workload import Writes, percentile
+
+if TYPE_CHECKING:
+    from .run import Bench
+
+
+def _rate(count: float, seconds: float | None) -> float | None:
+    return None if not seconds else round(count / seconds, 1)
+
+
+def pipeline_figures(bench: Bench, run: dict[str, Any]) -> dict[str, Any]:
+    """The figures of the timed part: writes, milestones, and per binding over the window."""
+    args = bench.args
+    writes: Writes = run["writes"]
+    reached, goals, window = run["reached"], run["goals"], run["window"]
+    n = args.bindings
+    write_seconds = writes.finished - writes.started
+    db: DbStats = window["db"]
+    scheduled = reached.get("scheduled")
+    scheduled_after_writes = goals["scheduled"] - run["at_writes_end"]["scheduled"]
+    after_writes = None
+    if scheduled is not None and scheduled_after_writes > 0 and scheduled > run["writes_end"]:
+        after_writes = _rate(scheduled_after_writes, scheduled - run["writes_end"])
+    return {
+        "bindings": n,
+        "clusters": args.clusters,
+        "replicas_of_serve": args.replicas_of_serve,
+        "replicas_per_deployment": args.replicas,
+        "writers": args.writers,
+        "namespaces": args.namespaces,
+        "timed_out": run["timed_out"],
+        "api_writes_per_s": _rate(n, write_seconds),
+        "api_write_p50_ms": round(percentile(writes.latencies_ms, 0.50), 1),
+        "api_write_p99_ms": round(percentile(writes.latencies_ms, 0.99), 1),
+        "api_write_retries": writes.retried,
+        "scheduled_per_s": _rate(n, scheduled),
+        "scheduled_per_s_after_writes": after_writes,
+        "works_per_s": _rate(goals["works"], reached.get("works")),
+        "seconds_to_all_applied": reached.get("applied"),
+        "seconds_to_all_fully_applied": reached.get("fully_applied"),
+        "seconds_to_milestones": reached,
+        "counts_at_the_end": run["latest"],
+        "api_writes_seconds": round(write_seconds, 2),
+        "pgbench_tps": bench.pgbench["tps"],
+        "pgbench_command": bench.pgbench["command"],
+        "per_binding": {
+            "sql_statements": round(window["statements"] / n, 1),
+            "sql_transactions": round((db.transactions - run["polls"]) / n, 1),
+            "rows_written": round(db.rows_written / n, 1),
+            "member_calls": round(window["member_calls"] / n, 2),
+            "server_cpu_ms": round(1000 * window["cpu_s"] / n, 1),
+            "window": "first write → every binding FullyApplied (or the timeout)",
+        },
+        "statements_by_label": window["statements_by_label"],
+        "statements_by_verb": window["statements_by_verb"],
+        "commits_by_label": window["commits_by_label"],
+        "member_calls_by_shape": window["member_calls_by_shape"],
+        "member_mean_ms_by_shape": window["member_mean_ms_by_shape"],
+        "controllers": window["controllers"],
+        "server_cpu_s_per_replica": window["cpu_s_per_replica"],
+        "members_cpu_s": window["members_cpu_s"],
+        "bench_process_cpu_s": window["bench_process_cpu_s"],
+    }
+
+
+def idle_figures(
+    run: dict[str, Any], idle: dict[str, Any] | None, cold: dict[str, Any] | None
+) -> dict[str, Any]:
+    """Idle, memory and cold start (None when the pipeline did not converge)."""
+    if idle is None or cold is None:
+        names = ("rss_mb_per_10k_bindings", "idle_cpu_percent", "idle_queries_per_s", "cold_start_seconds")
+        return dict.fromkeys(names)
+    seconds = idle["seconds"]
+    growth = [a - b for a, b in zip(run["rss_after"], run["rss_before"], strict=True)]
+    window = cold["window"]
+    return {
+        "rss_mb_per_10k_bindings": round(max(growth) * 10_000 / run["goals"]["bindings"], 1),
+        "rss_mb": {
+            "before_writes": [round(v, 1) for v in run["rss_before"]],
+            "after_idle": [round(v, 1) for v in run["rss_after"]],
+            "after_cold_start": cold["rss_mb"],
+        },
+        "idle_cpu_percent": round(100 * idle["cpu_s"] / seconds, 1),
+        "idle_cpu_percent_per_replica": [round(100 * c / seconds, 1) for c in idle["cpu_s_per_replica"]],
+        "idle_queries_per_s": _rate(idle["db"].transactions, seconds),
+        "idle_queries_are": "pg_stat_database xact_commit + xact_rollback of the benchmark database per s",
+        "idle_statements_per_s": _rate(idle["statements"], seconds),
+        "idle_rows_written_per_s": _rate(idle["db"].rows_written, seconds),
+        "idle_member_calls_per_s": _rate(idle["member_calls"], seconds),
+        "idle_members_cpu_percent": round(100 * idle["members_cpu_s"] / seconds, 1),
+        "idle_statements_by_label": idle["statements_by_label"],
+        "idle_member_calls_by_shape": idle["member_calls_by_shape"],
+        "idle_controllers": idle["controllers"],
+        "cold_start_seconds": cold["seconds"],
+        "cold_start_ready_seconds": cold["ready_seconds"],
+        "cold_start_controllers_ran_seconds": cold["controllers_ran_seconds"],
+        "cold_start_member_calls": None if window is None else window["member_calls"],
+        "cold_start_cpu_s": None if window is None else round(window["cpu_s"], 2),
+        "cold_start_statements": None if window is None else window["statements"],
+        "cold_start_statements_by_label": None if window is None else window["statements_by_label"],
+        "cold_start_controllers": None if window is None else window["controllers"],
+        "cold_start_timeline": cold["timeline"],
+        "stop_seconds": cold["stop_seconds"],
+    }
+
+
+def report(result: dict[str, Any]) -> str:
+    keys = (
+        "api_writes_per_s",
+        "api_write_p50_ms",
+        "api_write_p99_ms",
+        "scheduled_per_s",
+        "works_per_s",
+        "seconds_to_all_applied",
+        "pgbench_tps",
+        "rss_mb_per_10k_bindings",
+        "idle_cpu_percent",
+        "idle_queries_per_s",
+        "cold_start_seconds",
+    )
+    lines = [
+        f"{result['bindings']} bindings x {result['clusters']} clusters, {result['replicas_of_serve']} serve "
+        f"replica(s), {result['writers']} writers"
+    ]
+    if result["timed_out"]:
+        lines.append(f"  TIMED OUT: counts at the end {result['counts_at_the_end']}")
+    lines += [f"  {key}: {result[key]}" for key in keys]
+    lines.append(f"  per binding: {json.dumps(result['per_binding'])}")
+    return "\n".join(lines)

@@ -1,0 +1,182 @@
+"""Inside each ``serve`` process (``instrumented_serve``, the subprocess entry point): SQL statements and
+transactions counted per label (the controller running, or api/lease/other) by SQLAlchemy listeners, and
+the controllers' runs and thread CPU by a wrapper around the runner's job method; written as JSON to the
+file ``PIPELINE_BENCH_COUNTS`` names. ``pg_stat_statements`` would need ``shared_preload_libraries``, which
+a shared server cannot be restarted for.
+
+Only the standard library at import: this module is imported before ``federation`` runs.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import runpy
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+COUNTS_ENV = "PIPELINE_BENCH_COUNTS"
+
+
+@dataclass
+class ControllerTally:
+    """One controller's runs in one server process: how often, how many with work, its thread CPU."""
+
+    runs: int = 0
+    busy_runs: int = 0
+    processed: int = 0
+    cpu_s: float = 0.0
+    wall_s: float = 0.0
+
+
+class ProcessCounters:
+    """SQL statements and transactions per label (the controller running, or api/lease/other), and the
+    controllers' runs; written as JSON to a file that the benchmark reads, twice a second and at exit."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._local = threading.local()
+        self.statements: dict[str, dict[str, int]] = {}
+        self.commits: dict[str, int] = {}
+        self.rollbacks: dict[str, int] = {}
+        self.controllers: dict[str, ControllerTally] = {}
+
+    def label(self) -> str:
+        phase: str | None = getattr(self._local, "phase", None)
+        if phase:
+            return phase
+        name = threading.current_thread().name
+        if name == "MainThread" or name.startswith("AnyIO worker"):
+            return "api"
+        return "other:" + name.rstrip("0123456789_-")
+
+    def on_statement(self, *event: Any) -> None:
+        statement: str = event[2]
+        text = statement.lstrip()
+        verb = text.split(None, 1)[0].upper() if text else "?"
+        if verb == "WITH":
+            upper = text.upper()
+            verb = "WITH-WRITE" if any(f" {w} " in upper for w in ("INSERT", "UPDATE", "DELETE")) else "WITH"
+        label = self.label()
+        with self._lock:
+            verbs = self.statements.setdefault(label, {})
+            verbs[verb] = verbs.get(verb, 0) + 1
+
+    def on_commit(self, *_: Any) -> None:
+        self._add(self.commits)
+
+    def on_rollback(self, *_: Any) -> None:
+        self._add(self.rollbacks)
+
+    def _add(self, counts: dict[str, int]) -> None:
+        label = self.label()
+        with self._lock:
+            counts[label] = counts.get(label, 0) + 1
+
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        previous = getattr(self._local, "phase", None)
+        self._local.phase = name
+        try:
+            yield
+        finally:
+            self._local.phase = previous
+
+    def record_run(self, name: str, processed: int | None, cpu: float, wall: float) -> None:
+        with self._lock:
+            tally = self.controllers.setdefault(name, ControllerTally())
+            tally.runs += 1
+            tally.busy_runs += 1 if processed else 0
+            tally.processed += processed or 0
+            tally.cpu_s += cpu
+            tally.wall_s += wall
+
+    def snapshot(self) -> dict[str, Any]:
+        with self._lock:
+            return {
+                "pid": os.getpid(),
+                "statements": {k: dict(v) for k, v in self.statements.items()},
+                "commits": dict(self.commits),
+                "rollbacks": dict(self.rollbacks),
+                "controllers": {k: vars(v).copy() for k, v in self.controllers.items()},
+            }
+
+    def dump(self) -> None:
+        scratch = self.path.with_suffix(".tmp")
+        scratch.write_text(json.dumps(self.snapshot()))
+        os.replace(scratch, self.path)
+
+    def dump_every(self, seconds: float) -> None:
+        while True:
+            time.sleep(seconds)
+            self.dump()
+
+
+class _TrackedReconciler:
+    """A reconciler as the runner sees it, whose ``reconcile`` also reports its outcome and CPU."""
+
+    def __init__(self, inner: Any, counters: ProcessCounters) -> None:
+        self._inner = inner
+        self._counters = counters
+        self.name: str = inner.name
+        self.interval_seconds: float = inner.interval_seconds
+        self.watches: frozenset[str] = inner.watches
+
+    def reconcile(self) -> Any:
+        cpu, wall = time.thread_time(), time.perf_counter()
+        processed: int | None = None
+        try:
+            with self._counters.phase(self.name):
+                outcome = self._inner.reconcile()
+            processed = int(outcome.processed)
+            return outcome
+        finally:
+            self._counters.record_run(
+                self.name, processed, time.thread_time() - cpu, time.perf_counter() - wall
+            )
+
+
+def _install(counters: ProcessCounters) -> None:
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    from federation.controllers import runtime
+
+    event.listen(Engine, "before_cursor_execute", counters.on_statement)
+    event.listen(Engine, "commit", counters.on_commit)
+    event.listen(Engine, "rollback", counters.on_rollback)
+    runner: Any = runtime.ControllerRunner
+    run = runner._run
+
+    def tracked_run(self: Any, reconciler: Any) -> None:
+        run(self, _TrackedReconciler(reconciler, counters))
+
+    runner._run = tracked_run
+    for method, label in (("_hold_lease", "lease"), ("_renew_claims", "claim-renewal")):
+        original = getattr(runner, method, None)
+        if original is not None:
+            setattr(runner, method, _labelled(original, label, counters))
+
+
+def _labelled(method: Callable[..., Any], label: str, counters: ProcessCounters) -> Callable[..., Any]:
+    def wrapper(self: Any, *args: Any) -> Any:
+        with counters.phase(label):
+            return method(self, *args)
+
+    return wrapper
+
+
+def instrumented_serve() -> None:
+    """``python -m federation`` (argv as given) with the counters installed; the subprocess entry point."""
+    counters = ProcessCounters(Path(os.environ[COUNTS_ENV]))
+    _install(counters)
+    threading.Thread(target=counters.dump_every, args=(0.5,), name="bench-counters", daemon=True).start()
+    atexit.register(counters.dump)
+    runpy.run_module("federation", run_name="__main__", alter_sys=True)

@@ -1,0 +1,228 @@
+"""One benchmark run: the set-up (pgbench, databases, servers, members joined), then the phases in order:
+the timed pipeline, idle, cold start."""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from .cold_start import ColdStart
+from .database import admin_connection, database_url, fresh_database, pgbench_tps
+from .figures import idle_figures, pipeline_figures
+from .members import Member
+from .metering import Meter, between
+from .processes import wait_for
+from .progress import Progress
+from .servers import Replica
+from .workload import cluster_ready, deployment, divided_policy, namespaces, put, write_all
+
+
+class Bench:
+    def __init__(
+        self, args: argparse.Namespace, db_name: str, workdir: Path, pgbench: dict[str, Any]
+    ) -> None:
+        self.args = args
+        self.pgbench = pgbench
+        self.db_name = db_name
+        self.workdir = workdir
+        self.names = [f"member{i + 1}" for i in range(args.clusters)]
+        self.members: list[Member] = []
+        self.replicas: list[Replica] = []
+        self.token = ""
+        self.meter = Meter(self)
+
+    # -- start and stop ----------------------------------------------------------------------------------
+
+    def server_env(self) -> dict[str, str]:
+        from federation.store.crypto import generate_key
+
+        env = {k: v for k, v in os.environ.items() if not k.startswith("FEDERATION_")}
+        env.update(
+            {
+                "FEDERATION_DATABASE_URL": database_url(self.args.pg_admin_url, self.db_name, "+psycopg"),
+                "FEDERATION_SECRETS__ENCRYPTION_KEY": generate_key().decode(),
+                "FEDERATION_API__INSECURE_HTTP": "true",
+            }
+        )
+        for setting in self.args.interval:
+            name, _, seconds = setting.partition("=")
+            env[f"FEDERATION_CONTROLLERS__{name.upper()}_INTERVAL_SECONDS"] = seconds
+        return env
+
+    def start_servers(self) -> None:
+        env = self.server_env()
+        self.replicas = [Replica(self.workdir, i, env) for i in range(self.args.replicas_of_serve)]
+        # The first migrates the database and creates the admin token; the others start on it.
+        self.replicas[0].start()
+        wait_for(self.replicas[0].ready, 120, "serve0 /readyz")
+        self.token = self.replicas[0].admin_token()
+        for replica in self.replicas[1:]:
+            replica.start()
+        for replica in self.replicas[1:]:
+            wait_for(replica.ready, 120, f"serve{replica.index} /readyz")
+
+    def start_members(self) -> None:
+        per_member = self.args.bindings * self.args.replicas // self.args.clusters + 1
+        for name in self.names:
+            self.members.append(Member(name, per_member, self.workdir))
+        with self.client(self.replicas[0]) as http:
+            for member in self.members:
+                body = {"name": member.name, "syncMode": "Push", "kubeconfig": member.kubeconfig()}
+                answer = http.post("/federation/v1/clusters/join", json=body)
+                if answer.status_code != 201:
+                    raise RuntimeError(f"join {member.name}: {answer.status_code} {answer.text[:300]}")
+            for name in self.names:
+                wait_for(functools.partial(cluster_ready, http, name), 120, f"{name} Ready", 0.5)
+
+    def client(self, replica: Replica) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {self.token}"}
+        return httpx.Client(base_url=replica.url, headers=headers, timeout=60)
+
+    def stop_servers(self) -> list[float | None]:
+        sig = signal.Signals[f"SIG{self.args.stop_signal}"]
+        return [r.stop(self.args.stop_timeout, sig) for r in self.replicas]
+
+    def close(self) -> None:
+        try:
+            for replica in self.replicas:
+                replica.stop(self.args.stop_timeout)
+        finally:
+            for member in self.members:
+                member.stop()
+
+    # -- phases ------------------------------------------------------------------------------------------
+
+    def pipeline(self) -> dict[str, Any]:
+        args = self.args
+        per_binding = min(args.replicas, args.clusters)
+        goals = {
+            "bindings": args.bindings,
+            "scheduled": args.bindings,
+            "works": args.bindings * per_binding,
+            "applied": args.bindings * per_binding,
+            "fully_applied": args.bindings,
+        }
+        spaces = namespaces(args.namespaces)
+        bodies = [
+            deployment(f"app{i:05d}", spaces[i % len(spaces)], args.replicas) for i in range(args.bindings)
+        ]
+        rss_before = [r.rss_mb() for r in self.replicas]
+        before = self.meter.sample()
+        t0 = time.perf_counter()
+        progress = Progress(database_url(args.pg_admin_url, self.db_name), goals, t0, args.poll_seconds)
+        with self.client(self.replicas[0]) as http:
+            for namespace in namespaces(args.namespaces):
+                put(http, divided_policy(namespace, self.names))
+        progress.start()
+        try:
+            writes = write_all([r.url for r in self.replicas], self.token, bodies, args.writers)
+            at_writes_end = dict(progress.latest)
+            deadline = time.perf_counter() + args.timeout
+            while not progress.done() and progress.error is None and time.perf_counter() < deadline:
+                time.sleep(0.1)
+            if progress.error is not None:
+                raise progress.error
+        finally:
+            progress.stop()
+        applied = self.meter.sample()
+        window = between(before, applied)
+        writes_end = writes.finished - t0
+        return {
+            "timed_out": not progress.done(),
+            "latest": progress.latest,
+            "goals": goals,
+            "reached": {k: round(v, 2) for k, v in progress.reached.items()},
+            "writes": writes,
+            "writes_end": writes_end,
+            "at_writes_end": at_writes_end,
+            "window": window,
+            "polls": progress.polls,
+            "rss_before": rss_before,
+        }
+
+    def idle(self) -> dict[str, Any]:
+        time.sleep(self.args.settle)
+        before = self.meter.sample()
+        time.sleep(self.args.idle_seconds)
+        after = self.meter.sample()
+        return between(before, after)
+
+    def cold_start(self, idle: dict[str, Any]) -> dict[str, Any]:
+        """Stop every server, start them all at once, and time until they are ready and idle."""
+        stopped = self.stop_servers()
+        seconds = idle["seconds"]
+        cpu, rows = 100 * idle["cpu_s"] / seconds, idle["db"].rows_written / seconds
+        # The controllers that ran more than once in the idle window must have run since the restart.
+        frequent = {name for name, tally in idle["controllers"].items() if tally["runs"] >= 2}
+        limits = (max(1.5 * cpu, cpu + 10), max(1.5 * rows, rows + 5))
+        watch = ColdStart(time.perf_counter(), *limits, frequent)
+        for replica in self.replicas:
+            replica.start()
+        while time.perf_counter() < watch.start + self.args.timeout and watch.quiet_from is None:
+            ready = watch.ready_at is not None or all(r.ready() for r in self.replicas)
+            watch.add(self.meter.sample(), ready)
+            time.sleep(0.25)
+        return watch.result(stopped, [round(r.rss_mb(), 1) for r in self.replicas])
+
+
+def environment(args: argparse.Namespace) -> dict[str, Any]:
+    root = Path(__file__).resolve().parents[2]  # the repository (bench/pipeline_bench/run.py)
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True).stdout
+    dirty = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True).stdout
+    with admin_connection(args.pg_admin_url) as conn:
+        row = conn.execute("SHOW server_version").fetchone()
+    return {
+        "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%MZ"),
+        "machine": " ".join(platform.uname()[i] for i in (0, 2, 4)),
+        "cores": os.cpu_count(),
+        "loadavg_at_start": [round(v, 2) for v in os.getloadavg()],
+        "python": platform.python_version(),
+        "postgres": row[0] if row else "?",
+        "commit": commit.strip(),
+        "uncommitted_changes": bool(dirty.strip()),
+    }
+
+
+def run_bench(args: argparse.Namespace) -> dict[str, Any]:
+    env = environment(args)
+    pgbench = pgbench_tps(args)
+    with (
+        fresh_database(args.pg_admin_url, "bench_pipeline") as db_name,
+        tempfile.TemporaryDirectory(prefix="bench-pipeline-") as workdir,
+    ):
+        bench = Bench(args, db_name, Path(workdir), pgbench)
+        try:
+            bench.start_servers()
+            bench.start_members()
+            run = bench.pipeline()
+            idle = cold = None
+            if not run["timed_out"]:
+                idle = bench.idle()
+                run["rss_after"] = [r.rss_mb() for r in bench.replicas]
+                cold = bench.cold_start(idle)
+            result = {**pipeline_figures(bench, run), **idle_figures(run, idle, cold)}
+        except BaseException:
+            for replica in bench.replicas:
+                print(f"--- serve{replica.index} log (tail)\n{replica.log_tail()}", file=sys.stderr)
+            raise
+        finally:
+            bench.close()
+            if args.keep_logs:
+                Path(args.keep_logs).mkdir(parents=True, exist_ok=True)
+                for log in Path(workdir).glob("*.log"):
+                    shutil.copy(log, Path(args.keep_logs) / log.name)
+    result["environment"] = env
+    return result
