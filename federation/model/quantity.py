@@ -16,6 +16,10 @@ Invariants:
 - ``canonical_quantity`` prints a quantity as kubectl does (Go's ``Quantity.String``): in the format it was
   written in (``128Mi`` stays ``128Mi``, never ``134217728``; ``1.5Gi`` is ``1536Mi``; ``0.5`` is ``500m``;
   ``2000`` is ``2k``), a sum in the format of its first term.
+- String parses are memoized (``functools.lru_cache``, ``PARSE_CACHE_SIZE`` entries, strings of at most
+  ``PARSE_CACHE_LENGTH`` characters): a control plane parses the same few quantities (``"4"``, ``"8Gi"``)
+  over and over, e.g. every cluster's resource summary on every scheduler cycle. A result is a ``Decimal``,
+  immutable, so callers sharing one cannot affect each other; errors are not cached (raised every time).
 - A magnitude of ``MAX_MAGNITUDE`` (10^40) or more is refused. Kubernetes keeps such a value (it caps only
   binary-suffixed ones, at 2^63-1), but no resource is that large, and an exact integer of ``1e999999`` takes
   half a minute to build: one such request must not stall admission or a controller.
@@ -23,6 +27,7 @@ Invariants:
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from decimal import ROUND_UP, Decimal, DecimalException, localcontext
@@ -36,6 +41,9 @@ _NANO: Final = Decimal("1e-9")
 _PRECISION: Final = 60
 # An exponent this long is out of range whatever the number is; checked before Decimal sees it.
 _MAX_EXPONENT_DIGITS: Final = 6
+# The parse cache: a bound on its memory (entries x length) that real quantities never reach.
+PARSE_CACHE_SIZE: Final = 4096
+PARSE_CACHE_LENGTH: Final = 64
 
 _BINARY: Final[dict[str, int]] = {
     "Ki": 1024,
@@ -90,7 +98,7 @@ def parse_quantity(value: QuantityInput) -> Decimal:
     if isinstance(value, float):
         return _finish(_check_finite(Decimal(repr(value)), value), value)
     if isinstance(value, str):
-        return _parse_string(value)
+        return _parse_cached(value) if len(value) <= PARSE_CACHE_LENGTH else _parse_string(value)
     raise ValueError(f"invalid quantity {value!r}: expected a string or a number")
 
 
@@ -109,6 +117,11 @@ def _check_magnitude(number: Decimal | int, original: object) -> Decimal:
 def _short(original: object) -> str:
     text = repr(original)
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+@functools.lru_cache(maxsize=PARSE_CACHE_SIZE)
+def _parse_cached(text: str) -> Decimal:
+    return _parse_string(text)
 
 
 def _parse_string(text: str) -> Decimal:

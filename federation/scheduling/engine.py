@@ -14,6 +14,8 @@ Invariants:
   so (``avoid_ignored``).
 - Results list clusters sorted by name, zero-replica entries dropped for workloads (unless
   ``enable_empty_workload_propagation``).
+- A ``memo`` (``memo.CycleMemo``, one per scheduler cycle) changes nothing in the result: it only lets the
+  bindings of a cycle share the per-cluster work that does not read their own lists.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any
 
 from federation.scheduling import explain
 from federation.scheduling.assign import AttemptError, Candidates, assign
-from federation.scheduling.estimator import GeneralEstimator, ReplicaEstimator, estimate
+from federation.scheduling.estimator import GeneralEstimator, ReplicaEstimator, estimate, memoized
 from federation.scheduling.extender import Extender
 from federation.scheduling.extenders_run import (
     ExtenderEstimator,
@@ -32,7 +34,15 @@ from federation.scheduling.extenders_run import (
     extender_scores,
     scheduler_view,
 )
-from federation.scheduling.filters import AVOID_REASON, FilterContext, FilterVerdict, run_filters
+from federation.scheduling.filters import (
+    AVOID_REASON,
+    FilterContext,
+    FilterVerdict,
+    memo_key,
+    personal_clusters,
+    run_filters,
+)
+from federation.scheduling.memo import CycleMemo
 from federation.scheduling.messages import no_cluster_fit
 from federation.scheduling.scores import score_clusters
 from federation.scheduling.spread import ClusterInfo, SelectionError, select_best_clusters
@@ -47,6 +57,9 @@ from federation.scheduling.types import (
 )
 
 SUCCESS_MESSAGE = "Binding has been scheduled successfully."
+# One default config for every call without one: a memo keys on the config object, so a fresh default per
+# call would never hit (configs are frozen values; sharing one changes nothing else).
+DEFAULT_CONFIG = EngineConfig()
 
 
 def schedule(
@@ -55,16 +68,23 @@ def schedule(
     config: EngineConfig | None = None,
     extenders: Sequence[Extender] = (),
     estimators: Sequence[ReplicaEstimator] | None = None,
+    *,
+    memo: CycleMemo | None = None,
 ) -> ScheduleResult:
-    """Decide ``spec.clusters`` for one binding against a snapshot of the member clusters."""
-    config = config or EngineConfig()
+    """Decide ``spec.clusters`` for one binding against a snapshot of the member clusters.
+
+    ``memo``: the scheduler cycle's ``CycleMemo``, shared by the cycle's calls (same result, less work).
+    """
+    config = config or DEFAULT_CONFIG
     if estimators is None:  # the general estimator under the rules of the binding's service class
         estimators = [GeneralEstimator(config.profile_for(binding.service_class).headroom)]
+    if memo is not None:
+        estimators = memoized(estimators, memo)
     live = [c for c in clusters if not c.deleting]
-    result = _over_terms(binding, live, config, extenders, estimators)
+    result = _over_terms(binding, live, config, extenders, estimators, memo)
     if result.succeeded or not binding.avoid:
         return result
-    retry = _over_terms(replace(binding, avoid=frozenset()), live, config, extenders, estimators)
+    retry = _over_terms(replace(binding, avoid=frozenset()), live, config, extenders, estimators, memo)
     if not retry.succeeded:
         return result
     note = (
@@ -80,10 +100,11 @@ def _over_terms(
     config: EngineConfig,
     extenders: Sequence[Extender],
     estimators: Sequence[ReplicaEstimator],
+    memo: CycleMemo | None,
 ) -> ScheduleResult:
     terms = binding.placement.affinity_terms()
     if not binding.placement.cluster_affinities:
-        return _attempt(binding, clusters, terms[0] if terms else None, config, extenders, estimators)
+        return _attempt(binding, clusters, terms[0] if terms else None, config, extenders, estimators, memo)
     names = [t.affinity_name for t in terms]
     start = (
         0
@@ -92,7 +113,7 @@ def _over_terms(
     )
     attempts: list[ScheduleResult] = []
     for term in terms[start:]:
-        result = _attempt(binding, clusters, term, config, extenders, estimators)
+        result = _attempt(binding, clusters, term, config, extenders, estimators, memo)
         attempts.append(result)
         if result.succeeded:
             return _with_attempts(replace(result, affinity_name=term.affinity_name), attempts)
@@ -118,12 +139,13 @@ def _attempt(
     config: EngineConfig,
     extenders: Sequence[Extender],
     estimators: Sequence[ReplicaEstimator],
+    memo: CycleMemo | None,
 ) -> ScheduleResult:
     strategy = binding.placement.strategy()
     overflow = binding.is_workload and strategy in ("DynamicWeight", "Aggregated")
     # ignoredByScheduler resources are the extenders' to judge: the engine's own fit leaves them out.
     ctx = FilterContext(scheduler_view(binding, extenders), term, config, overflow_allowed=overflow)
-    verdicts = [_verdict(ctx, c) for c in clusters]
+    verdicts = _verdicts(ctx, clusters, memo)
     base: dict[str, Any] = {"strategy": strategy, "affinityName": term.affinity_name if term else None}
     if binding.service_class:
         base.update(serviceClass=binding.service_class, profile=config.profile_name(binding.service_class))
@@ -131,26 +153,42 @@ def _attempt(
         verdicts = extender_filter(binding, clusters, verdicts, extenders)
         feasible = [c for c, v in zip(clusters, verdicts, strict=True) if v.passed]
         if not feasible:
-            return _no_fit(binding, len(clusters), verdicts, base)
+            return _no_fit(binding, len(clusters), verdicts, base, memo)
         extra = extender_scores(binding, feasible, extenders)
-        return _place(binding, feasible, verdicts, config, extenders, estimators, extra, base)
+        return _place(binding, feasible, verdicts, config, extenders, estimators, extra, base, memo)
     except AttemptError as err:
-        explanation = {**base, "clusters": explain.cluster_entries(verdicts, {}, {}, {})}
+        explanation = {**base, "clusters": explain.cluster_entries(verdicts, {}, {}, {}, memo)}
         return ScheduleResult(_keep(binding), err.reason, str(err), explanation)
 
 
-def _verdict(ctx: FilterContext, cluster: ClusterSnapshot) -> FilterVerdict:
-    verdict = run_filters(ctx, cluster)
-    if cluster.name in ctx.binding.avoid and verdict.passed:
-        return FilterVerdict(cluster.name, "Avoid", AVOID_REASON, (("Avoid", AVOID_REASON),))
-    return verdict
+def _verdicts(
+    ctx: FilterContext, clusters: Sequence[ClusterSnapshot], memo: CycleMemo | None
+) -> list[FilterVerdict]:
+    key = None if memo is None else memo_key(ctx, memo.pin(ctx.config))
+    if memo is None or key is None:
+        own = [run_filters(ctx, c) for c in clusters]
+    else:
+        own = memo.per_cluster(key, clusters, lambda c: run_filters(ctx, c), personal_clusters(ctx.binding))
+    avoid = ctx.binding.avoid
+    if not avoid:
+        return own
+    return [_avoided(v) if v.passed and v.cluster in avoid else v for v in own]
+
+
+def _avoided(verdict: FilterVerdict) -> FilterVerdict:
+    """The avoid list acts as a filter on top of the others, for this binding alone."""
+    return FilterVerdict(verdict.cluster, "Avoid", AVOID_REASON, (("Avoid", AVOID_REASON),))
 
 
 def _no_fit(
-    binding: BindingInput, total: int, verdicts: Sequence[FilterVerdict], base: dict[str, Any]
+    binding: BindingInput,
+    total: int,
+    verdicts: Sequence[FilterVerdict],
+    base: dict[str, Any],
+    memo: CycleMemo | None,
 ) -> ScheduleResult:
     message = no_cluster_fit(total, [v.reason for v in verdicts if v.reason])
-    explanation = {**base, "clusters": explain.cluster_entries(verdicts, {}, {}, {})}
+    explanation = {**base, "clusters": explain.cluster_entries(verdicts, {}, {}, {}, memo)}
     if any(v.failures and all(p == "ResourceFit" for p, _ in v.failures) for v in verdicts):
         # A cluster kept out by capacity alone can take the binding once capacity frees up, which no
         # cluster event announces: a capacity shortfall, kept and retried with back-off as Karmada does.
@@ -167,8 +205,9 @@ def _place(
     estimators: Sequence[ReplicaEstimator],
     extra: Mapping[str, Mapping[str, tuple[int, int]]],
     base: dict[str, Any],
+    memo: CycleMemo | None,
 ) -> ScheduleResult:
-    scores = score_clusters(binding, feasible, config, extra)
+    scores = score_clusters(binding, feasible, config, extra, memo)
     allocatable = _allocatable(binding, feasible, estimators, extenders)
     available = {n: a + max(binding.previous.get(n, 0), 0) for n, a in allocatable.items()}
     tiers = {v.cluster: v.overflow_order for v in verdicts if v.passed}
@@ -176,7 +215,7 @@ def _place(
         ClusterInfo(c.name, scores[c.name].total, available[c.name], c.region, tiers.get(c.name, 0))
         for c in feasible
     ]
-    entries = explain.cluster_entries(verdicts, scores, allocatable, available)
+    entries = explain.cluster_entries(verdicts, scores, allocatable, available, memo)
     explanation: dict[str, Any] = {**base, "clusters": entries}
     try:
         selected = select_best_clusters(binding.placement, infos, binding.replicas)

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
+from federation.scheduling.memo import CycleMemo
 from federation.scheduling.types import PODS, ClusterSnapshot, Headroom, Resources
 
 UNBOUNDED = 2**31 - 1
@@ -86,6 +87,31 @@ class GeneralEstimator:
         self, clusters: Sequence[ClusterSnapshot], request: Resources
     ) -> Mapping[str, int]:
         return {c.name: general_max_replicas(c, request, self.headroom) for c in clusters}
+
+
+class MemoizedGeneralEstimator:
+    """``GeneralEstimator`` answering from a cycle's memo: ``general_max_replicas`` reads only the snapshot,
+    the request and the headroom rules, which make the key (quantities are ints, rules frozen values)."""
+
+    __slots__ = ("headroom", "memo")
+
+    def __init__(self, estimator: GeneralEstimator, memo: CycleMemo) -> None:
+        self.headroom = estimator.headroom
+        self.memo = memo
+
+    def max_available_replicas(
+        self, clusters: Sequence[ClusterSnapshot], request: Resources
+    ) -> Mapping[str, int]:
+        headroom = self.headroom
+        key = ("general-estimate", tuple(sorted(request.items())), tuple(sorted(headroom.items())))
+        answers = self.memo.per_cluster(key, clusters, lambda c: general_max_replicas(c, request, headroom))
+        return {c.name: answer for c, answer in zip(clusters, answers, strict=True)}
+
+
+def memoized(estimators: Sequence[ReplicaEstimator], memo: CycleMemo) -> list[ReplicaEstimator]:
+    """``estimators`` with each plain ``GeneralEstimator`` answering from ``memo``; any other estimator (a
+    subclass, a service, an extender) is asked every time, since its answers may depend on more."""
+    return [MemoizedGeneralEstimator(e, memo) if type(e) is GeneralEstimator else e for e in estimators]
 
 
 def estimate(

@@ -16,7 +16,9 @@ Invariants:
 - Only plain dict/list/str/int/bool/None values, so ``json.dumps`` never fails.
 - Compact, because it is written with every decision (100 clusters for every scheduled binding): a passed
   filter is ``{"passed": true}`` alone, and clusters with the same score parts share one score dict
-  (never mutated after it is built).
+  (never mutated after it is built). With a cycle's memo the filter and score dicts are shared across the
+  cycle's explanations too, so they are never mutated either; only the per-cluster entry dicts are a
+  binding's own (``mark_result`` writes into them).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from federation.scheduling.filters import FilterVerdict
+from federation.scheduling.memo import CycleMemo
 from federation.scheduling.scores import ClusterScore
 
 
@@ -48,7 +51,12 @@ def cluster_entries(
     scores: Mapping[str, ClusterScore],
     allocatable: Mapping[str, int],
     available: Mapping[str, int],
+    memo: CycleMemo | None = None,
 ) -> dict[str, dict[str, Any]]:
+    """One entry per verdict; with the cycle's ``memo``, the filter and score dicts of the verdicts and
+    scores the memo handed out are built once per cycle and shared by its explanations."""
+    if memo is not None:
+        return _shared_entries(verdicts, scores, allocatable, available, memo)
     entries: dict[str, dict[str, Any]] = {}
     shared_scores: dict[tuple[tuple[str, tuple[int, int]], ...], dict[str, Any]] = {}
     for verdict in verdicts:
@@ -59,6 +67,29 @@ def cluster_entries(
             if parts not in shared_scores:
                 shared_scores[parts] = score_entry(score)
             entry["scores"] = shared_scores[parts]
+            entry["totalScore"] = score.total
+        if verdict.cluster in allocatable:
+            entry["allocatable"] = allocatable[verdict.cluster]
+            entry["available"] = available[verdict.cluster]
+        entries[verdict.cluster] = entry
+    return entries
+
+
+def _shared_entries(
+    verdicts: Sequence[FilterVerdict],
+    scores: Mapping[str, ClusterScore],
+    allocatable: Mapping[str, int],
+    available: Mapping[str, int],
+    memo: CycleMemo,
+) -> dict[str, dict[str, Any]]:
+    filtered = memo.derived("explain-filter", verdicts, filter_entry)
+    found = [scores.get(v.cluster) for v in verdicts]
+    score_parts = iter(memo.derived("explain-scores", [s for s in found if s is not None], score_entry))
+    entries: dict[str, dict[str, Any]] = {}
+    for verdict, filter_part, score in zip(verdicts, filtered, found, strict=True):
+        entry: dict[str, Any] = {"filter": filter_part, "selected": False, "replicas": 0}
+        if score is not None:
+            entry["scores"] = next(score_parts)
             entry["totalScore"] = score.total
         if verdict.cluster in allocatable:
             entry["allocatable"] = allocatable[verdict.cluster]

@@ -15,7 +15,7 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from federation.model.placement import ClusterAffinity, ClusterAffinityTerm, Taint, Toleration
@@ -166,6 +166,45 @@ class FilterVerdict:
     @property
     def passed(self) -> bool:
         return self.plugin is None
+
+
+def personal_clusters(binding: BindingInput) -> frozenset[str]:
+    """Clusters whose verdict reads the binding's own lists (``previous``, ``eviction_clusters``): never
+    memoized, so ``memo_key`` need not hold those lists."""
+    return frozenset(binding.previous) | binding.eviction_clusters
+
+
+def memo_key(ctx: FilterContext, config_id: int) -> Hashable | None:
+    """Everything of ``ctx`` that ``run_filters`` reads for a cluster outside ``personal_clusters``: with
+    the same key and the same snapshot, the verdict is the same (``memo.CycleMemo``). ``config_id`` is the
+    memo's pin of ``ctx.config`` (the profile follows from it and the service class).
+
+    The placement is keyed whole, by value (its JSON), though the filters read only its affinity term,
+    tolerations, spread constraints and strategy: a finer key than needed is never wrong. None (do not
+    memoize) when the placement does not serialize.
+    """
+    binding = ctx.binding
+    try:
+        placement = binding.placement.model_dump_json()
+        term = ctx.term.model_dump_json() if ctx.term is not None else None
+    except ValueError:  # pydantic's serialization error: an extra field JSON cannot hold
+        return None
+    strategy = binding.placement.strategy()
+    # resource_fit checks one replica, or all of them for Duplicated.
+    count = max(binding.replicas if strategy == "Duplicated" else 1, 1)
+    request = tuple(sorted(binding.resource_request.items()))
+    return (
+        "filters",
+        config_id,
+        placement,
+        term,
+        ctx.overflow_allowed,
+        binding.gvk,
+        binding.service_class,
+        binding.is_workload,
+        count,
+        request,
+    )
 
 
 def run_filters(ctx: FilterContext, cluster: ClusterSnapshot) -> FilterVerdict:

@@ -15,7 +15,7 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 from federation.scheduling.estimator import usable_free
 from federation.scheduling.types import CPU, EPHEMERAL_STORAGE, MEMORY, ClusterSnapshot, Headroom, Resources
@@ -57,12 +57,14 @@ def balanced_allocation(
     return int((1.0 - abs(cpu - memory) / 2.0) * MAX_SCORE)
 
 
-def most_free_memory(
-    clusters: Sequence[ClusterSnapshot], request: Resources, headroom: Mapping[str, Headroom]
-) -> dict[str, int]:
-    free = {c.name: max(0, usable_free(c, MEMORY, headroom) - request.get(MEMORY, 0)) for c in clusters}
-    top = max(free.values(), default=0)
-    return {name: (value * MAX_SCORE // top if top > 0 else 0) for name, value in free.items()}
+def free_memory(cluster: ClusterSnapshot, request: Resources, headroom: Mapping[str, Headroom]) -> int:
+    """MostFreeMemory's measure of one cluster: free memory after one more replica, never negative."""
+    return max(0, usable_free(cluster, MEMORY, headroom) - request.get(MEMORY, 0))
+
+
+def relative_free_memory(free: int, top: int) -> int:
+    """MostFreeMemory's score: ``free`` relative to the most free memory among the candidates (``top``)."""
+    return free * MAX_SCORE // top if top > 0 else 0
 
 
 MORE_MEM_MAX = 10

@@ -1,0 +1,170 @@
+"""``CycleMemo``: reuse for the same snapshot object, a miss after ``assume``, keys that tell bindings apart,
+and the quantity parse cache the cycle's snapshots lean on."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from federation.model import quantity
+from federation.scheduling import engine, snapshot
+from federation.scheduling.engine import assume, schedule
+from federation.scheduling.memo import CycleMemo
+from federation.scheduling.types import ClusterSnapshot, EngineConfig, Headroom, ServiceProfile
+from tests.scheduling.sched_factories import DYNAMIC, GIB, make_binding, make_cluster
+
+REQUEST = {"cpu": 500, "memory": GIB}
+
+
+def clusters(count: int = 4) -> list[ClusterSnapshot]:
+    return [make_cluster(f"m{i}") for i in range(count)]
+
+
+@pytest.fixture
+def filter_runs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The clusters ``run_filters`` was run for, in order (the memo's misses for filter verdicts)."""
+    runs: list[str] = []
+    real = engine.run_filters
+
+    def counting(ctx: Any, cluster: ClusterSnapshot) -> Any:
+        runs.append(cluster.name)
+        return real(ctx, cluster)
+
+    monkeypatch.setattr(engine, "run_filters", counting)
+    return runs
+
+
+class NumberedRuns:
+    """A compute function that records the clusters it ran for and answers its run number."""
+
+    def __init__(self) -> None:
+        self.clusters: list[str] = []
+
+    def __call__(self, cluster: ClusterSnapshot) -> int:
+        self.clusters.append(cluster.name)
+        return len(self.clusters)
+
+
+def test_per_cluster_computes_once_per_snapshot_object() -> None:
+    memo, snapshots, runs = CycleMemo(), clusters(3), NumberedRuns()
+    assert memo.per_cluster("k", snapshots, runs) == [1, 2, 3]
+    assert memo.per_cluster("k", snapshots, runs) == [1, 2, 3]
+    assert runs.clusters == ["m0", "m1", "m2"]
+    assert (memo.hits, memo.misses) == (3, 3)
+
+
+def test_per_cluster_misses_for_an_equal_copy_and_for_another_key() -> None:
+    memo, snapshots, runs = CycleMemo(), clusters(2), NumberedRuns()
+    memo.per_cluster("k", snapshots, runs)
+    copy = [replace(snapshots[0]), snapshots[1]]  # equal value, another object: identity is what counts
+    assert copy[0] == snapshots[0]
+    assert memo.per_cluster("k", copy, runs) == [3, 2]
+    assert memo.per_cluster("other", copy, runs) == [4, 5]
+    assert runs.clusters == ["m0", "m1", "m0", "m0", "m1"]
+
+
+def test_per_cluster_never_stores_personal_clusters() -> None:
+    memo, snapshots, runs = CycleMemo(), clusters(2), NumberedRuns()
+    for _ in range(3):
+        memo.per_cluster("k", snapshots, runs, personal={"m0"})
+    assert runs.clusters == ["m0", "m1", "m0", "m0"]
+
+
+def test_second_binding_of_a_policy_reuses_every_verdict(filter_runs: list[str]) -> None:
+    memo, snapshots = CycleMemo(), clusters()
+    first = make_binding(4, DYNAMIC, name="a", resource_request=REQUEST)
+    second = make_binding(4, DYNAMIC, name="b", resource_request=REQUEST)  # equal placement, its own object
+    schedule(first, snapshots, memo=memo)
+    assert filter_runs == ["m0", "m1", "m2", "m3"]
+    result = schedule(second, snapshots, memo=memo)
+    assert filter_runs == ["m0", "m1", "m2", "m3"]  # nothing run again
+    assert result == schedule(second, snapshots)
+
+
+def test_assume_makes_only_the_clusters_that_took_replicas_miss(filter_runs: list[str]) -> None:
+    memo, snapshots = CycleMemo(), clusters()
+    placement = {**DYNAMIC, "clusterAffinity": {"clusterNames": ["m1", "m2"]}}
+    first = make_binding(2, placement, name="a", resource_request=REQUEST)
+    result = schedule(first, snapshots, memo=memo)
+    assert {t.name for t in result.clusters} == {"m1", "m2"}
+    after = assume(snapshots, result, first.resource_request)
+    assert [a is b for a, b in zip(after, snapshots, strict=True)] == [True, False, False, True]
+    filter_runs.clear()
+    second = make_binding(2, placement, name="b", resource_request=REQUEST)
+    got = schedule(second, after, memo=memo)
+    assert filter_runs == ["m1", "m2"]
+    assert got == schedule(second, after)
+
+
+def test_previous_and_eviction_clusters_are_filtered_for_the_binding_alone(filter_runs: list[str]) -> None:
+    memo, snapshots = CycleMemo(), clusters()
+    schedule(make_binding(2, DYNAMIC, resource_request=REQUEST), snapshots, memo=memo)
+    filter_runs.clear()
+    own = make_binding(2, DYNAMIC, resource_request=REQUEST, previous={"m0": 1}, eviction_clusters={"m3"})
+    got = schedule(own, snapshots, memo=memo)
+    assert filter_runs == ["m0", "m3"]
+    assert got == schedule(own, snapshots)
+
+
+TAINTED = {"taints": [{"key": "dedicated", "effect": "NoSchedule"}]}
+TOLERATE = [{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}]
+# The db class keeps all memory free (more than all, strictly): no cluster fits it.
+DB = EngineConfig(profiles={"db": ServiceProfile(headroom={"memory": Headroom(percent=100, strict=True)})})
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "cluster", "config"),
+    [
+        # the request: the second binding's does not fit
+        ({"resource_request": REQUEST}, {"resource_request": {"cpu": 200_000}}, {}, None),
+        # Duplicated checks every replica: 5 fit in 5 free pods, 6 do not
+        (
+            {"replicas": 5, "placement": {}},
+            {"replicas": 6, "placement": {}},
+            {"allocatable": {"pods": 5}},
+            None,
+        ),
+        # tolerations are part of the placement
+        ({}, {"placement": {**DYNAMIC, "clusterTolerations": TOLERATE}}, TAINTED, None),
+        # the kind: the cluster serves Deployments only
+        ({"kind": "StatefulSet"}, {}, {"api_enablements": frozenset({"apps/v1/Deployment"})}, None),
+        # the service class picks the headroom
+        ({}, {"service_class": "db"}, {}, DB),
+    ],
+)
+def test_bindings_that_read_a_snapshot_differently_never_share_a_verdict(
+    first: dict[str, Any], second: dict[str, Any], cluster: dict[str, Any], config: EngineConfig | None
+) -> None:
+    snapshots = [make_cluster("m0", **cluster), make_cluster("m1", allocatable=None)]
+    base: dict[str, Any] = {"replicas": 2, "placement": DYNAMIC}
+    bindings = [make_binding(**{**base, **first}, name="a"), make_binding(**{**base, **second}, name="b")]
+    memo = CycleMemo()
+    with_memo = [schedule(b, snapshots, config, memo=memo) for b in bindings]
+    alone = [schedule(b, snapshots, config) for b in bindings]
+    assert with_memo == alone
+    # each case is a real difference in the verdict on m0, not two bindings the filters treat alike
+    m0 = [r.explanation["clusters"]["m0"]["filter"]["passed"] for r in alone]
+    assert m0[0] != m0[1]
+
+
+def test_snapshots_share_parsed_quantities() -> None:
+    summary = {"allocatable": {"cpu": "96", "memory": "377Gi", "pods": "110"}, "allocated": {"cpu": "1500m"}}
+    manifest = {"metadata": {"name": "m0"}, "status": {"resourceSummary": summary}}
+    before = quantity._parse_cached.cache_info().hits
+    first, second = snapshot.from_cluster(manifest), snapshot.from_cluster(manifest)
+    assert quantity._parse_cached.cache_info().hits >= before + 4
+    assert first == second
+    assert first.allocatable == {"cpu": 96_000, "memory": 377 * GIB, "pods": 110}
+    assert first.allocated == {"cpu": 1500}
+
+
+def test_parse_errors_are_raised_every_time_and_long_strings_are_parsed_uncached() -> None:
+    for _ in range(2):
+        with pytest.raises(ValueError, match="'12Qi'"):
+            quantity.parse_quantity("12Qi")
+    long = "0." + "0" * 80 + "1"
+    cached = quantity._parse_cached.cache_info().currsize
+    assert quantity.parse_quantity(long) == quantity.parse_quantity("1n")  # rounded up to a nano-unit
+    assert quantity._parse_cached.cache_info().currsize <= cached + 1  # "1n" at most
