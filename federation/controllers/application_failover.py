@@ -44,10 +44,12 @@ from sqlalchemy.orm import Session
 
 from federation.controllers import budget_records as records
 from federation.controllers import conditions, isolation
+from federation.controllers.idle_gate import Probe
 from federation.controllers.runtime import Clock, Outcome
 from federation.model import budget, failover
 from federation.model.policy import DEFAULT_GRACE_PERIOD_SECONDS, DEFAULT_TOLERATION_SECONDS
 from federation.settings import FailoverSettings
+from federation.store import probes
 from federation.store.bindings import BindingRepository
 from federation.store.db import UnitOfWork
 from federation.store.errors import Conflict
@@ -105,6 +107,14 @@ class ApplicationFailover:
 
     def __post_init__(self) -> None:
         self.interval_seconds = self.settings.interval_seconds
+
+    def pending(self) -> Probe:
+        """The runner's idle probe: a binding with application failover (or memos and rows to sweep)."""
+        if not self.settings.enabled:
+            return False
+        if self._judged or not self._swept:
+            return True
+        return probes.application_failover_bindings()
 
     def reconcile(self) -> Outcome:
         if not self.settings.enabled:

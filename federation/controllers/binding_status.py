@@ -30,15 +30,18 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy import or_
 from sqlalchemy.orm import Session
 
 from federation.controllers import conditions, isolation, rendering
 from federation.controllers.change_feed import ChangeFeed
+from federation.controllers.idle_gate import Probe
 from federation.controllers.isolation import RetryBook
 from federation.controllers.runtime import Clock, Outcome
 from federation.model.binding import CONDITION_FULLY_APPLIED
 from federation.model.status_interpreter import UNKNOWN, aggregate_template_status, aggregates
 from federation.model.work import CONDITION_APPLIED
+from federation.store import probes
 from federation.store.bindings import BindingRepository
 from federation.store.db import UnitOfWork
 from federation.store.errors import Conflict
@@ -170,6 +173,16 @@ class BindingStatusController:
     works_feed: ChangeFeed = field(default_factory=ChangeFeed)
     bindings_feed: ChangeFeed = field(default_factory=ChangeFeed)
     retries: RetryBook = field(default_factory=RetryBook)
+
+    def pending(self) -> Probe:
+        """The runner's idle probe: a retry due, a full resync due, or a row either feed would read."""
+        now = self.clock.now()
+        works_since, bindings_since = self.works_feed.bound(now), self.bindings_feed.bound(now)
+        if works_since is None or bindings_since is None or self.retries.due(now):
+            return True
+        return or_(
+            probes.bound_works_written_since(works_since), probes.bindings_written_since(bindings_since)
+        )
 
     def reconcile(self) -> Outcome:
         now = self.clock.now()

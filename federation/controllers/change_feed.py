@@ -9,10 +9,18 @@ Invariants:
   so only the writers' clocks matter. Each pass re-reads an ``overlap`` window before the watermark:
   a row committed late (long transaction) or by a writer with a slightly slow clock is still seen.
   Re-reading is harmless because consumers are idempotent (an unchanged row causes no write).
+- The overlap settles: once the watermark has stood still for ``overlap`` of the reader's own clock
+  (measured between its passes, so no clock is compared with another), the window closes and a pass
+  reads only rows newer than the watermark. A row stamped at or below the watermark that commits later
+  than that belongs to a transaction that ran longer than ``overlap``: the window never promised to see
+  it while writes went on either (the watermark moves past it), and the full resync does. Without this,
+  an idle federation re-read (and its consumers re-handled) the same last ``overlap`` of rows every tick.
 - The first pass, and one every ``resync_seconds`` of the injected clock, reads everything: the
   level-triggered safety net for what a watermark cannot see (a row deleted by hand, a clock far off).
 - ``commit`` is called only after the consumer's transactions succeeded; a failed pass leaves the
   watermark where it was, so the next pass sees the same rows again.
+- ``bound`` is ``since`` without its side effects: what a pass would read now (the runner's idle probes
+  ask it from another thread between passes).
 - Deleted rows never show up here: consumers learn about deletions through a row that changed with them
   (a Work is tombstoned before it is removed) or through the full resync.
 """
@@ -32,18 +40,27 @@ class ChangeFeed:
     overlap: timedelta = DEFAULT_OVERLAP
     resync_seconds: float = DEFAULT_RESYNC_SECONDS
     _watermark: datetime | None = field(default=None, init=False)
+    # The reader's clock when the watermark last moved (or a full pass ran): the window settles after it.
+    _moved_at: datetime | None = field(default=None, init=False)
     _last_full: datetime | None = field(default=None, init=False)
     _pending_full: bool = field(default=False, init=False)
     _pending_mark: datetime | None = field(default=None, init=False)
 
     def since(self, now: datetime) -> datetime | None:
         """Lower bound (exclusive) of ``updated_at`` to read this pass; None means every row."""
-        due = self._last_full is None or (now - self._last_full).total_seconds() >= self.resync_seconds
-        self._pending_full = due
+        self._pending_full = self.full_due(now)
         self._pending_mark = None  # a pass that failed before ``commit`` left nothing behind
-        if due or self._watermark is None:
+        return self.bound(now)
+
+    def bound(self, now: datetime) -> datetime | None:
+        """What ``since(now)`` returns, without starting a pass."""
+        if self.full_due(now) or self._watermark is None:
             return None
-        return self._watermark - self.overlap
+        settled = self._moved_at is not None and now - self._moved_at >= self.overlap
+        return self._watermark if settled else self._watermark - self.overlap
+
+    def full_due(self, now: datetime) -> bool:
+        return self._last_full is None or (now - self._last_full).total_seconds() >= self.resync_seconds
 
     def saw(self, stamps: Iterable[datetime]) -> None:
         """Note the ``updated_at`` of the rows read this pass (kept until ``commit``)."""
@@ -57,12 +74,15 @@ class ChangeFeed:
             self._watermark is None or self._pending_mark > self._watermark
         ):
             self._watermark = self._pending_mark
+            self._moved_at = now
         if self._pending_full:
             self._last_full = now
+            self._moved_at = now  # what a full read saw gets its overlap again
         self._pending_mark = None
         self._pending_full = False
 
     def reset(self) -> None:
         """Forget everything: the next pass reads every row (e.g. after losing and regaining leadership)."""
         self._watermark = None
+        self._moved_at = None
         self._last_full = None

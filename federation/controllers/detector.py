@@ -25,6 +25,7 @@ from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
 from federation.controllers import isolation
+from federation.controllers.idle_gate import Probe
 from federation.controllers.runtime import Clock, Outcome
 from federation.model import failover
 from federation.model import propagation as detection
@@ -48,6 +49,7 @@ POLICY_API_VERSION = "policy.karmada.io/v1alpha1"
 POLICY_KINDS = ("PropagationPolicy", "ClusterPropagationPolicy")
 # What the API notifies for a write of any resource template, whatever its kind.
 TEMPLATE_KIND = "ResourceTemplate"
+_QUEUES = (PropagationPolicyRow, ClusterPropagationPolicyRow, ResourceTemplateRow)
 
 
 @dataclass
@@ -64,6 +66,11 @@ class Detector:
     default_toleration_seconds: tuple[int, int] | None = None
     name: str = "detector"
     watches: frozenset[str] = frozenset({*POLICY_KINDS, TEMPLATE_KIND})
+
+    def pending(self) -> Probe:
+        """The runner's idle probe: a policy or template this pass would claim."""
+        now = self.clock.now()
+        return or_(*(claims.claimable(table, now) for table in _QUEUES))
 
     def reconcile(self) -> Outcome:
         queued = self._expand_policies()

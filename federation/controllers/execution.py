@@ -15,7 +15,11 @@ for sync. Work sync (push) or the cluster's agent (pull) deletes the member obje
 row, so no member object outlives its Work unseen. Hand-made Works (no binding annotations) are left alone.
 
 Each batch of bindings is one transaction: its bindings, templates and Works are loaded by a few
-queries, and every Work write of the batch goes out in one flush (in a savepoint). If that fails, each
+queries, and every Work write of the batch goes out in one flush (in a savepoint). Works are first read
+as summaries (``WorkSummary``: everything but their manifests, which compare by the stored hash), and
+only the Works the plan rewrites or tombstones are loaded whole: an unchanged Work costs no manifest
+read, no write and no sync. Bindings and templates are read as views (no copies, no status): rendering
+copies what it keeps, once per binding. If the batch write fails, each
 binding's writes run in a savepoint of their own (``isolation``): a binding whose Works cannot be
 rendered or written is rolled back alone, says why in a Warning event, and is retried with back-off
 (``RetryBook``) or as soon as it or its template is written again; the others are committed and the
@@ -31,37 +35,48 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
 from federation.controllers import isolation, rendering
 from federation.controllers.change_feed import ChangeFeed
 from federation.controllers.detector import TEMPLATE_KIND
+from federation.controllers.idle_gate import Probe
 from federation.controllers.isolation import RetryBook
 from federation.controllers.runtime import Clock, Outcome
+from federation.store import bulkflush, probes
 from federation.store.bindings import BindingRepository
 from federation.store.db import UnitOfWork
 from federation.store.errors import Conflict
 from federation.store.events import InvolvedObject
 from federation.store.manifest import format_timestamp, join, split
-from federation.store.tables import WorkRow
-from federation.store.templates import templates_by_uid
-from federation.store.works import WorkRepository
+from federation.store.tables import ResourceBindingRow, WorkRow
+from federation.store.templates import template_views_by_uid
+from federation.store.works import WorkRepository, WorkSummary, carries_secret
 
 log = logging.getLogger(__name__)
 
 BINDING_KINDS = ("ResourceBinding", "ClusterResourceBinding")
 WORK_KIND = "Work"
 EVENT_SOURCE = "execution-controller"
+# The annotations a rendered Work carries (``rendering.orphans_to_tombstone`` leaves other Works alone).
+BINDING_ANNOTATIONS = frozenset(
+    {
+        rendering.BINDING_NAMESPACE_ANNOTATION,
+        rendering.BINDING_NAME_ANNOTATION,
+        rendering.CLUSTER_BINDING_NAME_ANNOTATION,
+    }
+)
 
 
 @dataclass(frozen=True)
 class Planned:
-    """One binding's desired Works and the Works it has (or adopts), loaded in the batch's session."""
+    """One binding's desired Works and the Works it has (or adopts), summarised in the batch's session."""
 
     binding_id: int
     binding: Mapping[str, Any]
     desired: list[dict[str, Any]]
-    existing: list[dict[str, Any]]
+    existing: list[WorkSummary]
 
 
 @dataclass
@@ -82,6 +97,20 @@ class ExecutionController:
     # needs no rendering. The uid because a row id can be reused by a recreated binding (SQLite). Emptied
     # by every full resync, so the level-triggered safety net still renders everything.
     _handled: dict[int, tuple[str, str, str]] = field(default_factory=dict)
+
+    def pending(self) -> Probe:
+        """The runner's idle probe: a binding blocked or due a retry, a full resync due, a binding or bound
+        template written since the feeds' bounds, or an orphan Work to tombstone (its binding was deleted:
+        no feed shows that)."""
+        now = self.clock.now()
+        bindings_since, templates_since = self.bindings_feed.bound(now), self.templates_feed.bound(now)
+        if bindings_since is None or templates_since is None or self._blocked or self.retries.due(now):
+            return True
+        return or_(
+            probes.bindings_written_since(bindings_since),
+            probes.bound_templates_written_since(templates_since),
+            probes.orphan_works_to_tombstone(BINDING_ANNOTATIONS),
+        )
 
     def reconcile(self) -> Outcome:
         now = self.clock.now()
@@ -117,35 +146,33 @@ class ExecutionController:
 
     def _render_batch(self, ids: Sequence[int]) -> int:
         with self.uow() as session:
-            loaded = BindingRepository(session).by_ids(ids)
+            loaded = _binding_views(session, ids)
             uids = [_template_uid(b) for b in loaded.values()]
-            templates = templates_by_uid(session, [uid for uid in uids if uid])
+            templates = template_views_by_uid(session, [uid for uid in uids if uid])
             versions = {i: _versions(b, templates.get(_template_uid(b))) for i, b in loaded.items()}
             bindings = {
                 i: b for i, b in loaded.items() if i in self._blocked or self._handled.get(i) != versions[i]
             }
             works = WorkRepository(session)
-            owned_rows = works.rows_for_binding_ids(list(bindings))
-            rows = {_row_key(r): r for rs in owned_rows.values() for r in rs}
-            owned = {i: [join(r) for r in rs] for i, rs in owned_rows.items()}
+            owned = works.summaries_for_binding_ids(list(bindings))
             rendered = {
                 i: self._render(session, i, b, templates.get(_template_uid(b))) for i, b in bindings.items()
             }
-            wanted = {_key_of(w) for ws in rendered.values() for w in ws or ()}
+            wanted = {rendering.key_of(w) for ws in rendered.values() for w in ws or ()}
             # Works already at a desired key, by key: one lookup per desired Work, not a scan per binding.
-            at_key = {_key_of(w): w for ws in owned.values() for w in ws if _key_of(w) in wanted}
-            for row in works.rows_by_keys([(k.namespace, k.name) for k in wanted if k not in rows]):
-                rows[_row_key(row)] = row
-                at_key[_row_key(row)] = join(row)
+            at_key = {_key(w): w for ws in owned.values() for w in ws}
+            for summary in works.summaries_by_keys([(k.namespace, k.name) for k in wanted - at_key.keys()]):
+                at_key[_key(summary)] = summary
             planned: list[Planned] = []
             for binding_id, binding in bindings.items():
                 desired = rendered[binding_id]
                 if desired is None:
                     continue
-                adopted = [at_key[k] for k in (_key_of(w) for w in desired) if k in at_key]
-                existing = _union(owned.get(binding_id, []), adopted)
-                planned.append(Planned(binding_id, binding, desired, existing))
-            written = self._write_all(session, planned, rows)
+                mine = owned.get(binding_id, [])
+                seen = {_key(w) for w in mine}
+                adopted = [at_key[k] for k in map(rendering.key_of, desired) if k in at_key and k not in seen]
+                planned.append(Planned(binding_id, binding, desired, mine + adopted))
+            written = self._write_all(session, planned)
         for p in planned:
             if self.retries.failures(p.binding_id) == 0:
                 self._handled[p.binding_id] = versions[p.binding_id]
@@ -157,15 +184,13 @@ class ExecutionController:
             self._handled.pop(gone, None)
         return written
 
-    def _write_all(
-        self, session: Session, planned: Sequence[Planned], rows: Mapping[rendering.WorkKey, WorkRow]
-    ) -> int:
+    def _write_all(self, session: Session, planned: Sequence[Planned]) -> int:
         """Every binding's Work writes by one flush in a savepoint; if that fails, each binding in its own
         savepoint, so one that cannot be written says why and the others are committed."""
 
         def batch() -> int:
-            plans = [(p, rendering.plan_works(p.binding, p.desired, p.existing)) for p in planned]
-            written = self._apply_batch(session, plans, rows)
+            plans = [(p, rendering.plan_works(p.binding, p.desired, _stored(p.existing))) for p in planned]
+            written = self._apply_batch(session, plans)
             for p, plan in plans:
                 self._note_blocked(p.binding_id, plan)
             self.retries.succeeded([p.binding_id for p in planned])
@@ -174,28 +199,32 @@ class ExecutionController:
         each = functools.partial(self._write_each, session, planned)
         return isolation.batch_or_each(session, batch, each, "execution")
 
-    def _apply_batch(
-        self,
-        session: Session,
-        plans: Sequence[tuple[Planned, rendering.WorkPlan]],
-        rows: Mapping[rendering.WorkKey, WorkRow],
-    ) -> int:
+    def _apply_batch(self, session: Session, plans: Sequence[tuple[Planned, rendering.WorkPlan]]) -> int:
         works = WorkRepository(session, clock=self.clock.now)
         timestamp = format_timestamp(self.clock.now())
+        summaries = {_key(w): w for p, _ in plans for w in p.existing}
+        rows = _rows(works, [summaries[k] for _, plan in plans for k in _rewritten(plan)])
+        replaced: list[WorkRow] = []
         resurrected: list[WorkRow] = []
         tombstones: list[tuple[WorkRow, dict[str, Any]]] = []
         for p, plan in plans:
-            existing = {_key_of(w): w for w in p.existing}
             for work in plan.create:
                 works.objects.create_pending(work, binding_id=p.binding_id)
             for work in plan.replace:
-                works.objects.replace_loaded(rows[_key_of(work)], split(work), flush=False)
+                row = rows[rendering.key_of(work)]
+                if works.objects.replace_loaded(row, split(work), flush=False):
+                    replaced.append(row)
             resurrected.extend(rows[key] for key in plan.resurrect)
-            tombstones.extend((rows[k], rendering.tombstoned(existing[k], timestamp)) for k in plan.tombstone)
+            tombstones.extend(
+                (rows[k], rendering.tombstoned(join(rows[k]), timestamp)) for k in plan.tombstone
+            )
+        # The replaced rows by one executemany (the ORM's versioned UPDATE is one statement per row); a Work
+        # carrying a Secret stays with the flush, whose hooks seal its data.
+        bulkflush.flush_rows(session, [row for row in replaced if not carries_secret(row)])
         session.flush()
         works.mark_ids_need_sync([row.id for row in resurrected])
         works.tombstone_loaded(tombstones)  # queued too: deletion must reach the member all the same
-        return sum(plan.writes for _, plan in plans)
+        return sum(len(plan.create) + len(plan.tombstone) for _, plan in plans) + len(replaced)
 
     def _write_each(self, session: Session, planned: Sequence[Planned]) -> int:
         written = 0
@@ -238,11 +267,15 @@ class ExecutionController:
         binding_id: int,
         binding: Mapping[str, Any],
         desired: list[dict[str, Any]],
-        existing: list[dict[str, Any]],
+        existing: list[WorkSummary],
     ) -> int:
-        plan = rendering.plan_works(binding, desired, existing)
+        plan = rendering.plan_works(binding, desired, _stored(existing))
         self._note_blocked(binding_id, plan)
-        apply_plan(session, plan, {_key_of(w): w for w in existing}, format_timestamp(self.clock.now()))
+        summaries = {_key(w): w for w in existing}
+        rows = _rows(WorkRepository(session), [summaries[k] for k in plan.tombstone])
+        apply_plan(
+            session, plan, {k: join(row) for k, row in rows.items()}, format_timestamp(self.clock.now())
+        )
         return plan.writes
 
     # -- orphans ---------------------------------------------------------------------------------------
@@ -298,26 +331,67 @@ def _versions(binding: Mapping[str, Any], template: Mapping[str, Any] | None) ->
     return str(meta.get("uid")), str(meta.get("resourceVersion")), template_version
 
 
-def _row_key(row: WorkRow) -> rendering.WorkKey:
-    return rendering.WorkKey(row.namespace, row.name)
+def _binding_views(session: Session, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+    """Binding row id → the binding as rendering reads it: kind, identifying metadata and spec, not its
+    status (which can be large and is never read here). Fresh from the driver, not ORM state: no copy."""
+    if not ids:
+        return {}
+    b = ResourceBindingRow
+    statement = (
+        select(b.id, b.api_version, b.kind, b.namespace, b.name, b.uid, b.resource_version, b.labels, b.spec)
+        .where(b.id.in_(list(ids)))
+        .order_by(b.id)
+    )
+    views: dict[int, dict[str, Any]] = {}
+    for row_id, api_version, kind, namespace, name, uid, version, labels, spec in session.execute(statement):
+        meta: dict[str, Any] = {"name": name, **({"namespace": namespace} if namespace else {})}
+        meta.update(uid=uid, resourceVersion=str(version), **({"labels": labels} if labels else {}))
+        views[row_id] = {"apiVersion": api_version, "kind": kind, "metadata": meta, "spec": spec or {}}
+    return views
+
+
+def _stored(summaries: Sequence[WorkSummary]) -> list[rendering.StoredWork]:
+    """The planner's view of summarised Works (their spec as a ``SpecDigest``)."""
+    return [
+        rendering.StoredWork(
+            key=_key(w),
+            resource_version=str(w.resource_version),
+            tombstoned=bool(w.metadata_extra.get(rendering.DELETION_TIMESTAMP)),
+            labels=w.labels,
+            annotations=w.annotations,
+            finalizers=w.metadata_extra.get("finalizers") or [],
+            spec=w.spec,
+        )
+        for w in summaries
+    ]
+
+
+def _rewritten(plan: rendering.WorkPlan) -> list[rendering.WorkKey]:
+    """The Works a plan writes over (replaced or tombstoned): the only ones loaded whole."""
+    return [rendering.key_of(w) for w in plan.replace] + list(plan.tombstone)
+
+
+def _rows(works: WorkRepository, summaries: Sequence[WorkSummary]) -> dict[rendering.WorkKey, WorkRow]:
+    """The rows of these summarised Works, by key (one query); ``Conflict`` if one changed since it was
+    summarised (this transaction may see a newer commit): the plan was made from what it replaced."""
+    rows = works.rows_by_ids([w.id for w in summaries])
+    for w in summaries:
+        row = rows.get(w.id)
+        if row is None or row.resource_version != w.resource_version:
+            raise Conflict(WORK_KIND, w.namespace, w.name, "the Work changed while its binding was planned")
+    return {_key(w): rows[w.id] for w in summaries}
 
 
 def _template_uid(binding: Mapping[str, Any]) -> str:
     return str(((binding.get("spec") or {}).get("resource") or {}).get("uid") or "")
 
 
+def _key(work: WorkSummary) -> rendering.WorkKey:
+    return rendering.WorkKey(work.namespace, work.name)
+
+
 def _key_of(work: Mapping[str, Any]) -> rendering.WorkKey:
     return rendering.key_of(work)
-
-
-def _keys(works: Sequence[Mapping[str, Any]]) -> set[rendering.WorkKey]:
-    return {_key_of(w) for w in works}
-
-
-def _union(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Works of the binding plus Works at its desired keys (an orphan it adopts), each once."""
-    seen = _keys(first)
-    return first + [w for w in second if _key_of(w) not in seen]
 
 
 def _describe(binding: Mapping[str, Any]) -> str:

@@ -31,8 +31,10 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from federation.controllers import conditions, isolation
+from federation.controllers.idle_gate import Probe
 from federation.controllers.runtime import Clock, Outcome
 from federation.model import failover
+from federation.store import probes
 from federation.store.bindings import BindingRepository
 from federation.store.db import UnitOfWork
 from federation.store.events import EventRepository, InvolvedObject
@@ -65,6 +67,10 @@ class GracefulEvictionController:
     watches: frozenset[str] = frozenset(BINDING_KINDS)
     # binding id → (resourceVersion assessed, when to look again or None: at its next write).
     _assessed: dict[int, tuple[int, datetime | None]] = field(default_factory=dict)
+
+    def pending(self) -> Probe:
+        """The runner's idle probe: an eviction task anywhere (or memos of bindings to forget)."""
+        return True if self._assessed else probes.graceful_eviction_tasks()
 
     def reconcile(self) -> Outcome:
         now = self.clock.now()

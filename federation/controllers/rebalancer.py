@@ -42,11 +42,12 @@ from sqlalchemy import func, select, tuple_
 from sqlalchemy.orm import Session
 
 from federation.controllers import isolation
+from federation.controllers.idle_gate import Probe
 from federation.controllers.runtime import Clock, Outcome
 from federation.model import rebalancing
 from federation.model.rebalancer import API_VERSION, KIND
 from federation.model.rebalancing import Action, Entry, LatestDecision
-from federation.store import bulkflush
+from federation.store import bulkflush, probes
 from federation.store.bindings import BindingRepository
 from federation.store.db import UnitOfWork
 from federation.store.events import EventEntry, EventRepository, InvolvedObject
@@ -121,6 +122,10 @@ class WorkloadRebalancerController:
     name: str = "workload-rebalancer"
     watches: frozenset[str] = frozenset({KIND, *BINDING_KINDS})
     _memo: dict[int, Memo] = field(default_factory=dict)
+
+    def pending(self) -> Probe:
+        """The runner's idle probe: any rebalancer at all (a pass with none and no memo does nothing)."""
+        return True if self._memo else probes.workload_rebalancers()
 
     def reconcile(self) -> Outcome:
         now = self.clock.now()
@@ -306,15 +311,15 @@ class WorkloadRebalancerController:
         repo = BindingRepository(session, clock=self.clock.now)
         keys: list[BindingKey] = []
         events: list[EventEntry] = []
-        for entry in entries:
-            key = entry.workload.binding_key()
-            row = loaded.rows[key]
-            body, message = _triggered(rebalancer, loaded.bindings[key], entry)
-            repo.objects(row.namespace).replace_loaded(row, split(body), flush=False)
-            keys.append(key)
-            events.append(EventEntry(InvolvedObject.of(body), "Normal", "RescheduleTriggered", message))
-        bulkflush.flush_rows(session, [loaded.rows[key] for key in keys])
-        session.flush()
+        with bulkflush.deferred_children(session) as children:
+            for entry in entries:
+                key = entry.workload.binding_key()
+                row = loaded.rows[key]
+                body, message = _triggered(rebalancer, loaded.bindings[key], entry)
+                repo.objects(row.namespace).replace_loaded(row, split(body), flush=False)
+                keys.append(key)
+                events.append(EventEntry(InvolvedObject.of(body), "Normal", "RescheduleTriggered", message))
+        bulkflush.flush_rows(session, [loaded.rows[key] for key in keys], children)
         EventRepository(session).record_many(events, now=now, source=EVENT_SOURCE)
         return {key: join(loaded.rows[key]) for key in keys}
 

@@ -11,6 +11,11 @@ Invariants:
   binding is a workload and the target entry carries a count; anything else is propagated whole.
 - A rendered Work is a function of (binding, template) only — no clock, no randomness — so rendering an
   unchanged pair twice gives an identical Work and the planner emits no write for it.
+- The template is pruned once per binding and revised once per distinct replica count; the Works of one
+  binding share what their clusters do not change (read-only: clone a rendered Work before editing it).
+- The planner compares a stored Work with its rendering by labels, annotations, finalizers and spec; a
+  Work summarised without its manifests (``store.works.WorkSummary``) compares by ``SpecDigest`` (the
+  manifests' canonical-JSON hash), so seeing that nothing changed needs no manifest loaded.
 - Works to keep = rendered clusters + clusters of graceful-eviction tasks whose purge mode is not
   Directly: those Works are kept *frozen* (never re-rendered), as in Karmada's
   `ObtainBindingSpecExistingClusters`. Every other Work of the binding is tombstoned.
@@ -35,6 +40,7 @@ from federation.model.work import (
     work_name,
 )
 from federation.model.workload import with_replicas
+from federation.store.works import SpecDigest
 
 WORK_API_VERSION = "work.karmada.io/v1alpha1"
 BINDING_NAMESPACE_ANNOTATION = "resourcebinding.karmada.io/namespace"
@@ -98,6 +104,50 @@ class WorkPlan:
     @property
     def writes(self) -> int:
         return len(self.create) + len(self.replace) + len(self.tombstone)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredWork:
+    """An existing Work as the planner reads it. ``spec`` is the whole spec, or a ``SpecDigest`` when the
+    Work was loaded without its manifests; a rendered Work is compared with it in the same form."""
+
+    key: WorkKey
+    resource_version: str | None
+    tombstoned: bool
+    labels: Mapping[str, Any]
+    annotations: Mapping[str, Any]
+    finalizers: Sequence[Any]
+    spec: Any
+
+    @classmethod
+    def of(cls, work: Mapping[str, Any]) -> StoredWork:
+        """From a whole Work manifest."""
+        meta = work.get("metadata") or {}
+        return cls(
+            key=key_of(work),
+            resource_version=meta.get("resourceVersion"),
+            tombstoned=is_tombstoned(work),
+            labels=meta.get("labels") or {},
+            annotations=meta.get("annotations") or {},
+            finalizers=meta.get("finalizers") or [],
+            spec=work.get("spec"),
+        )
+
+    @property
+    def cluster(self) -> str:
+        return _cluster_of_namespace(self.key.namespace)
+
+    def differs(self, desired: Mapping[str, Any]) -> bool:
+        """Whether writing ``desired`` over this Work changes it (a tombstoned Work always is revived)."""
+        meta = desired.get("metadata") or {}
+        spec = desired.get("spec")
+        return (
+            self.tombstoned
+            or self.labels != (meta.get("labels") or {})
+            or self.annotations != (meta.get("annotations") or {})
+            or self.finalizers != (meta.get("finalizers") or [])
+            or self.spec != (SpecDigest.of(spec) if isinstance(self.spec, SpecDigest) else spec)
+        )
 
 
 # -- targets -----------------------------------------------------------------------------------------
@@ -165,19 +215,43 @@ def binding_annotations(binding: Mapping[str, Any]) -> dict[str, str]:
 
 
 def render_works(binding: Mapping[str, Any], template: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Every Work the binding asks for now, as full Work manifests."""
-    return [render_work(binding, template, target) for target in targets_of(binding)]
+    """Every Work the binding asks for now, as full Work manifests (sharing read-only parts: see the
+    invariants)."""
+    targets = targets_of(binding)
+    if not targets:
+        return []
+    pruned = prune(template)
+    name = _work_name(template)
+    by_replicas: dict[int | None, dict[str, Any]] = {}
+    works = []
+    for target in targets:
+        manifest = by_replicas.get(target.replicas)
+        if manifest is None:
+            manifest = by_replicas[target.replicas] = _revised(binding, template, pruned, target.replicas)
+        works.append(_work(binding, name, target, manifest))
+    return works
 
 
 def render_work(binding: Mapping[str, Any], template: Mapping[str, Any], target: Target) -> dict[str, Any]:
+    return _work(binding, _work_name(template), target, render_manifest(binding, template, target))
+
+
+def _work_name(template: Mapping[str, Any]) -> str:
     meta = template.get("metadata") or {}
-    name = work_name(str(meta.get("namespace") or ""), str(meta["name"]), str(template["kind"]))
+    return work_name(str(meta.get("namespace") or ""), str(meta["name"]), str(template["kind"]))
+
+
+def _work(binding: Mapping[str, Any], name: str, target: Target, manifest: dict[str, Any]) -> dict[str, Any]:
+    """The Work ``name`` of ``target`` around ``manifest`` (shared, not edited: its metadata is copied)."""
     namespace = execution_namespace(target.cluster)
     id_key, id_value = permanent_id(binding)
-    manifest = render_manifest(binding, template, target)
-    manifest["metadata"].setdefault("annotations", {}).update(
-        {WORK_NAMESPACE_ANNOTATION: namespace, WORK_NAME_ANNOTATION: name}
-    )
+    manifest_meta = manifest["metadata"]
+    annotations = {
+        **(manifest_meta.get("annotations") or {}),
+        WORK_NAMESPACE_ANNOTATION: namespace,
+        WORK_NAME_ANNOTATION: name,
+    }
+    revised = {**manifest, "metadata": {**manifest_meta, "annotations": annotations}}
     work: dict[str, Any] = {
         "apiVersion": WORK_API_VERSION,
         "kind": "Work",
@@ -188,7 +262,7 @@ def render_work(binding: Mapping[str, Any], template: Mapping[str, Any], target:
             "annotations": binding_annotations(binding),
             "finalizers": [WORK_FINALIZER],
         },
-        "spec": {"workload": {"manifests": [manifest]}},
+        "spec": {"workload": {"manifests": [revised]}},
     }
     work["spec"].update(_dispatch_options(binding, target.cluster))
     return work
@@ -198,19 +272,24 @@ def render_manifest(
     binding: Mapping[str, Any], template: Mapping[str, Any], target: Target
 ) -> dict[str, Any]:
     """The object the member gets: pruned template, this cluster's replicas, Karmada's labels."""
-    manifest = prune(template)
-    if target.replicas is not None:
-        manifest = with_replicas(manifest, target.replicas)
+    return _revised(binding, template, prune(template), target.replicas)
+
+
+def _revised(
+    binding: Mapping[str, Any], template: Mapping[str, Any], pruned: dict[str, Any], replicas: int | None
+) -> dict[str, Any]:
+    """``pruned`` with ``replicas`` (a copy; None: ``pruned`` itself) and Karmada's labels and annotations
+    (in new metadata dicts, so ``pruned`` is never edited)."""
+    manifest = pruned if replicas is None else with_replicas(pruned, replicas)
     meta = manifest["metadata"]
     id_key, id_value = permanent_id(binding)
-    meta["labels"] = {**(meta.get("labels") or {}), id_key: id_value, MANAGED_LABEL: "true"}
     source = template.get("metadata") or {}
     annotations = {**(meta.get("annotations") or {}), **binding_annotations(binding)}
     annotations[TEMPLATE_UID_ANNOTATION] = str(source.get("uid") or "")
     if source.get("generation"):
         annotations[TEMPLATE_GENERATION_ANNOTATION] = str(source["generation"])
-    meta["annotations"] = annotations
-    return manifest
+    labels = {**(meta.get("labels") or {}), id_key: id_value, MANAGED_LABEL: "true"}
+    return {**manifest, "metadata": {**meta, "labels": labels, "annotations": annotations}}
 
 
 def prune(template: Mapping[str, Any]) -> dict[str, Any]:
@@ -261,32 +340,37 @@ def is_tombstoned(work: Mapping[str, Any]) -> bool:
 
 
 def cluster_of(work: Mapping[str, Any]) -> str:
-    namespace = str((work.get("metadata") or {}).get("namespace") or "")
+    return _cluster_of_namespace(str((work.get("metadata") or {}).get("namespace") or ""))
+
+
+def _cluster_of_namespace(namespace: str) -> str:
     prefix = execution_namespace("")
     return namespace[len(prefix) :] if namespace.startswith(prefix) else ""
 
 
 def plan_works(
-    binding: Mapping[str, Any], desired: Sequence[dict[str, Any]], existing: Sequence[Mapping[str, Any]]
+    binding: Mapping[str, Any],
+    desired: Sequence[dict[str, Any]],
+    existing: Sequence[Mapping[str, Any] | StoredWork],
 ) -> WorkPlan:
-    """Writes that bring the binding's Works from ``existing`` to ``desired`` (nothing when equal)."""
-    by_key = {key_of(w): w for w in existing}
-    wanted = {key_of(w) for w in desired}
+    """Writes that bring the binding's Works from ``existing`` (manifests, or ``StoredWork``s) to
+    ``desired`` (nothing when equal)."""
+    by_key = {w.key: w for w in (w if isinstance(w, StoredWork) else StoredWork.of(w) for w in existing)}
+    keyed = [(key_of(w), w) for w in desired]
+    wanted = {key for key, _ in keyed}
     held = held_clusters(binding)
-    keep = wanted | {key for key, work in by_key.items() if cluster_of(work) in held}
+    keep = wanted | {key for key, work in by_key.items() if work.cluster in held}
     tombstone = tuple(
-        key
-        for key, work in sorted(by_key.items(), key=_sort_key)
-        if key not in keep and not is_tombstoned(work)
+        key for key in sorted(by_key, key=_sort_key) if key not in keep and not by_key[key].tombstoned
     )
     direct = direct_purge_clusters(binding)
-    if any(cluster_of(w) in direct and key not in wanted for key, w in by_key.items()):
+    if any(work.cluster in direct and key not in wanted for key, work in by_key.items()):
         # Karmada's checkDirectPurgeOrphanWorks: the old copy goes before any new one is written.
         return WorkPlan(tombstone=tombstone, blocked=True)
-    create = tuple(w for w in desired if key_of(w) not in by_key)
-    changed = [w for w in desired if key_of(w) in by_key and _differs(by_key[key_of(w)], w)]
-    resurrect = tuple(key_of(w) for w in changed if is_tombstoned(by_key[key_of(w)]))
-    replace = tuple(_with_version(w, by_key[key_of(w)]) for w in changed)
+    create = tuple(w for key, w in keyed if key not in by_key)
+    changed = [(w, by_key[key]) for key, w in keyed if key in by_key and by_key[key].differs(w)]
+    resurrect = tuple(old.key for _, old in changed if old.tombstoned)
+    replace = tuple(_with_version(w, old.resource_version) for w, old in changed)
     return WorkPlan(create=create, replace=replace, resurrect=resurrect, tombstone=tombstone)
 
 
@@ -310,25 +394,14 @@ def key_of(work: Mapping[str, Any]) -> WorkKey:
     return WorkKey(str(meta.get("namespace") or ""), str(meta.get("name") or ""))
 
 
-def _sort_key(item: tuple[WorkKey, Any]) -> tuple[str, str]:
-    return item[0].namespace, item[0].name
+def _sort_key(key: WorkKey) -> tuple[str, str]:
+    return key.namespace, key.name
 
 
-def _differs(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:
-    old, new = existing.get("metadata") or {}, desired.get("metadata") or {}
-    return (
-        is_tombstoned(existing)
-        or (old.get("labels") or {}) != (new.get("labels") or {})
-        or (old.get("annotations") or {}) != (new.get("annotations") or {})
-        or (old.get("finalizers") or []) != (new.get("finalizers") or [])
-        or existing.get("spec") != desired.get("spec")
-    )
-
-
-def _with_version(desired: dict[str, Any], existing: Mapping[str, Any]) -> dict[str, Any]:
-    """``desired`` replacing ``existing``: keeps its resourceVersion (optimistic concurrency)."""
+def _with_version(desired: dict[str, Any], resource_version: str | None) -> dict[str, Any]:
+    """``desired`` replacing a stored Work: keeps its resourceVersion (optimistic concurrency)."""
     work = clone(desired)
-    work["metadata"]["resourceVersion"] = (existing.get("metadata") or {}).get("resourceVersion")
+    work["metadata"]["resourceVersion"] = resource_version
     return work
 
 

@@ -41,15 +41,17 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import or_, select
 from sqlalchemy.orm import Session, selectinload
 
 from federation.controllers import budget_records, isolation
+from federation.controllers.idle_gate import Probe
 from federation.controllers.runtime import Clock, Outcome
 from federation.model.workloadpolicy import APPLIED_WORKLOAD_POLICY_ANNOTATION, WorkloadPolicy
 from federation.scheduling import engine, planner, snapshot
 from federation.scheduling.extender import Extender
 from federation.scheduling.extenders_run import extenders_bind
+from federation.scheduling.memo import CycleMemo
 from federation.scheduling.types import ClusterSnapshot, EngineConfig, ScheduleResult, TargetCluster
 from federation.scheduling.workloadpolicy import QuotaLedger, ledger_of
 from federation.store import bulkflush, claims, requeue
@@ -81,6 +83,9 @@ class CycleState:
     templates: dict[str, Manifest]
     # Where the workloads under each WorkloadPolicy run; updated after every decision of the cycle.
     quota: QuotaLedger = field(default_factory=QuotaLedger)
+    # Per-cluster filter verdicts, estimates and scores shared by the cycle's bindings (keyed by snapshot
+    # identity, so a cluster that took replicas through ``engine.assume`` is judged afresh).
+    memo: CycleMemo = field(default_factory=CycleMemo)
 
 
 @dataclass(frozen=True)
@@ -112,6 +117,11 @@ class Scheduler:
     watches: frozenset[str] = frozenset(
         {"ResourceBinding", "ClusterResourceBinding", "Cluster", "WorkloadPolicy"}
     )
+
+    def pending(self) -> Probe:
+        """The runner's idle probe: a changed cluster or a binding this pass would claim."""
+        now = self.clock.now()
+        return or_(claims.claimable(ClusterRow, now), claims.claimable(ResourceBindingRow, now))
 
     def reconcile(self) -> Outcome:
         self._requeue_for_cluster_changes()
@@ -221,7 +231,7 @@ class Scheduler:
             given = planner.binding_input(
                 binding, template, state.workload_policies, state.quota, state.clusters
             )
-            result = engine.schedule(given, state.clusters, self.config, self.extenders)
+            result = engine.schedule(given, state.clusters, self.config, self.extenders, memo=state.memo)
             # kube-scheduler's bind verb: told before the write; its error keeps the binding unscheduled
             # (SchedulerError, retried with back-off).
             result = extenders_bind(given, result, self.extenders)
@@ -290,28 +300,28 @@ class Scheduler:
         stored: list[tuple[Pending, Manifest, int, Manifest]] = []
         stale: list[claims.Claim] = []
         touched: list[ResourceBindingRow] = []
-        for p in pending:
-            row = rows.get(p.item.id)
-            meta = p.binding["metadata"]
-            if row is None or row.generation != meta.get("generation"):
-                stale.append(p.item)  # deleted, or decided for an older spec: the newer one is queued
-                continue
-            current = join(row)
-            written = p.render(current)
-            explanation = (written.get("status") or {}).get(planner.EXPLANATION_KEY) or {}
-            written["status"] = planner.stored_status(written.get("status") or {})
-            objects = repo.objects(row.namespace)
-            if _spec_or_annotations_differ(current, written):
-                objects.replace_loaded(row, split(written), flush=False)
-                written["metadata"]["generation"] = row.generation
-                if p.result is not None and p.result.succeeded:
-                    written["status"]["schedulerObservedGeneration"] = row.generation
-            objects.update_status_loaded(row, written.get("status"), flush=False)
-            own_bumps = int(current.get("spec") != written.get("spec"))
-            stored.append((p, written, own_bumps, explanation))
-            touched.append(row)
-        bulkflush.flush_rows(session, touched)
-        session.flush()  # the child rows (target clusters, eviction tasks)
+        with bulkflush.deferred_children(session) as children:
+            for p in pending:
+                row = rows.get(p.item.id)
+                meta = p.binding["metadata"]
+                if row is None or row.generation != meta.get("generation"):
+                    stale.append(p.item)  # deleted, or decided for an older spec: the newer one is queued
+                    continue
+                current = join(row)
+                written = p.render(current)
+                explanation = (written.get("status") or {}).get(planner.EXPLANATION_KEY) or {}
+                written["status"] = planner.stored_status(written.get("status") or {})
+                objects = repo.objects(row.namespace)
+                if _spec_or_annotations_differ(current, written):
+                    objects.replace_loaded(row, split(written), flush=False)
+                    written["metadata"]["generation"] = row.generation
+                    if p.result is not None and p.result.succeeded:
+                        written["status"]["schedulerObservedGeneration"] = row.generation
+                objects.update_status_loaded(row, written.get("status"), flush=False)
+                own_bumps = int(current.get("spec") != written.get("spec"))
+                stored.append((p, written, own_bumps, explanation))
+                touched.append(row)
+        bulkflush.flush_rows(session, touched, children)
         decided = [(w, p.result, e) for p, w, _, e in stored if p.result is not None]
         _record_many(session, decided, now)
         done: list[claims.Claim] = []

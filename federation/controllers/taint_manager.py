@@ -36,12 +36,13 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
 from federation.controllers import isolation
+from federation.controllers.idle_gate import Probe
 from federation.controllers.ratelimit import TokenBucket
 from federation.controllers.runtime import Clock, Outcome
 from federation.model import failover
 from federation.model.placement import Taint, Toleration
 from federation.settings import FailoverSettings
-from federation.store import bulkflush
+from federation.store import bulkflush, probes
 from federation.store.bindings import BindingRepository
 from federation.store.db import UnitOfWork
 from federation.store.events import EventEntry, EventRepository, InvolvedObject
@@ -89,6 +90,12 @@ class TaintManager:
     def __post_init__(self) -> None:
         self.interval_seconds = self.settings.interval_seconds
         self.limiter = TokenBucket(self.settings.eviction_rate_per_second)
+
+    def pending(self) -> Probe:
+        """The runner's idle probe: a cluster that may carry a NoExecute taint (or memos to clear)."""
+        if not self.settings.enabled:
+            return False
+        return True if self._judged else probes.clusters_maybe_no_execute()
 
     def reconcile(self) -> Outcome:
         if not self.settings.enabled:
@@ -327,11 +334,11 @@ def _evict_batch(
             bodies[step.binding_id] = evicted.body  # a second tainted cluster of it starts from here
             done.append((step.binding_id, evicted))
     repo = BindingRepository(session)
-    for binding_id, body in bodies.items():
-        row = by_id[binding_id]
-        repo.objects(row.namespace).replace_loaded(row, split(body), flush=False)
-    bulkflush.flush_rows(session, [by_id[binding_id] for binding_id in bodies])
-    session.flush()  # the child rows (target clusters, eviction tasks)
+    with bulkflush.deferred_children(session) as children:
+        for binding_id, body in bodies.items():
+            row = by_id[binding_id]
+            repo.objects(row.namespace).replace_loaded(row, split(body), flush=False)
+    bulkflush.flush_rows(session, [by_id[binding_id] for binding_id in bodies], children)
     said = [_said(evicted, bodies[binding_id], now) for binding_id, evicted in done]
     EventRepository(session).record_many([event for _, event in said], now=now, source=EVENT_SOURCE)
     return [entry for entry, _ in said]

@@ -18,19 +18,28 @@ Invariants:
   next round repeats it (collection is idempotent).
 - A member object that is missing although its Work is applied (someone deleted it on the member) queues
   the Work for sync, which recreates it — Karmada's `recreateResourceIfNeeded`.
-- Reading every applied Work from the database each round is inherent to polling; only changes are
-  written.
+- The Works are not read whole every round: the collector keeps what a round needs of each applied
+  Work (its cluster, its manifests' identities, a digest of its stored manifest statuses) and reads only
+  the Works written since its last read (``change_feed`` over ``updated_at``; every status write, apply,
+  tombstone and spec change sets it), with a full read at start and every resync. A Work deleted without
+  a write first (its cluster unjoined) is dropped with its cluster, or when the round finds it gone; a
+  round at idle reads no Work. Only changes are written.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from federation.controllers import rendering
+from federation.controllers.change_feed import ChangeFeed
 from federation.controllers.members_access import MemberAccess
 from federation.controllers.rendering import MANAGED_LABEL
 from federation.controllers.runtime import Clock, Outcome
@@ -38,6 +47,7 @@ from federation.members.client import MemberClient
 from federation.members.errors import MemberError
 from federation.members.pool import run_concurrently
 from federation.model.status_interpreter import manifest_status
+from federation.store.applied_works import WorkState, push_cluster_names, works_changed_since
 from federation.store.db import UnitOfWork
 from federation.store.errors import Conflict
 from federation.store.works import WorkRepository
@@ -56,6 +66,16 @@ class Observed:
     missing: bool
 
 
+@dataclass(frozen=True, slots=True)
+class Tracked:
+    """What a round needs of one applied Work: its cluster, its manifests (identity only, what
+    ``manifest_status`` reads of them) and the digest of its stored manifest statuses."""
+
+    cluster: str
+    manifests: tuple[dict[str, Any], ...]
+    digest: bytes
+
+
 @dataclass
 class WorkStatusCollector:
     uow: UnitOfWork
@@ -65,19 +85,18 @@ class WorkStatusCollector:
     name: str = "work-status"
     # Polling: writes elsewhere do not make members' status change any sooner.
     watches: frozenset[str] = frozenset()
+    feed: ChangeFeed = field(default_factory=ChangeFeed)
+    _tracked: dict[int, Tracked] = field(default_factory=dict)  # Work id → what a round needs of it
 
     def reconcile(self) -> Outcome:
-        with self.uow() as session:
-            works = [
-                (i, w)
-                for i, w in WorkRepository(session).applied_on_push_clusters()
-                if not rendering.is_tombstoned(w)
-            ]
-        if not works:
+        self._refresh()
+        if not self._tracked:
             return Outcome()
+        works = sorted(self._tracked.items(), key=lambda item: (item[1].cluster, item[0]))
         observed = self._observe(works)
-        known = {i: w for i, w in works}
-        changed = [o for o in observed if not o.missing and _statuses(known[o.work_id]) != list(o.statuses)]
+        changed = [
+            o for o in observed if not o.missing and digest(o.statuses) != self._tracked[o.work_id].digest
+        ]
         missing = [o.work_id for o in observed if o.missing]
         try:
             written = self._write(changed, missing)
@@ -86,10 +105,33 @@ class WorkStatusCollector:
             return Outcome()
         return Outcome.of(written, WORK_KIND)
 
-    def _observe(self, works: Sequence[tuple[int, dict[str, Any]]]) -> list[Observed]:
-        by_cluster: dict[str, list[tuple[int, dict[str, Any]]]] = defaultdict(list)
+    def _refresh(self) -> None:
+        """Bring the tracked Works up to date: the Works written since the last read, clusters gone."""
+        now = self.clock.now()
+        since = self.feed.since(now)
+        with self.uow() as session:
+            changed = works_changed_since(session, since)
+            clusters = push_cluster_names(session)
+        if since is None:
+            self._tracked.clear()
+        for state in changed:
+            self._track(state)
+        for work_id in [i for i, t in self._tracked.items() if t.cluster not in clusters]:
+            del self._tracked[work_id]
+        self.feed.saw(state.updated_at for state in changed)
+        self.feed.commit(now)
+
+    def _track(self, state: WorkState) -> None:
+        if not state.tracked:
+            self._tracked.pop(state.id, None)
+            return
+        manifests = tuple(_identity(m) for m in state.manifests)
+        self._tracked[state.id] = Tracked(state.cluster, manifests, digest(state.manifest_statuses))
+
+    def _observe(self, works: Sequence[tuple[int, Tracked]]) -> list[Observed]:
+        by_cluster: dict[str, list[tuple[int, Tracked]]] = defaultdict(list)
         for work_id, work in works:
-            by_cluster[rendering.cluster_of(work)].append((work_id, work))
+            by_cluster[work.cluster].append((work_id, work))
         settings = self.members.settings
         longest = max(len(ws) for ws in by_cluster.values())
         clients = self.members.clients(list(by_cluster))  # every member's credentials in one read
@@ -102,16 +144,16 @@ class WorkStatusCollector:
         return [seen for outcome in outcomes.values() if outcome.value for seen in outcome.value]
 
     def _observe_cluster(
-        self, cluster: str, client: MemberClient | MemberError, works: Sequence[tuple[int, dict[str, Any]]]
+        self, cluster: str, client: MemberClient | MemberError, works: Sequence[tuple[int, Tracked]]
     ) -> list[Observed]:
         found: list[Observed] = []
         try:
             if isinstance(client, MemberError):
                 raise client
-            kinds = {_kind_of(m) for _, work in works for m in _manifests(work)}
+            kinds = {_kind_of(m) for _, work in works for m in work.manifests}
             on_member = {kind: _listed(client, kind) for kind in sorted(kinds)}
             for work_id, work in works:
-                manifests = _manifests(work)
+                manifests = work.manifests
                 objects = [_find(client, on_member[_kind_of(m)], m) for m in manifests]
                 statuses = tuple(
                     manifest_status(m, i, o) for i, (m, o) in enumerate(zip(manifests, objects, strict=True))
@@ -125,24 +167,37 @@ class WorkStatusCollector:
         if not changed and not missing:
             return 0
         with self.uow() as session:
-            works = WorkRepository(session)
-            current = works.by_ids([o.work_id for o in changed])
+            # Stamped by the injected clock, as every controller's writes are: the change feeds compare them.
+            works = WorkRepository(session, clock=self.clock.now)
+            current = works.by_ids([o.work_id for o in changed] + list(missing))
             for seen in changed:
                 work = current.get(seen.work_id)
                 if work is None or rendering.is_tombstoned(work):
+                    self._tracked.pop(seen.work_id, None)  # gone, or going: the next read says which
                     continue
                 status = {**(work.get("status") or {}), "manifestStatuses": list(seen.statuses)}
                 works.objects.update_status(work["metadata"]["namespace"], work["metadata"]["name"], status)
-            works.mark_ids_need_sync(missing)
+            for work_id in [i for i in missing if i not in current]:
+                self._tracked.pop(work_id, None)  # deleted without a write we could have read
+            works.mark_ids_need_sync([i for i in missing if i in current])
         return len(changed) + len(missing)
 
 
-def _manifests(work: Mapping[str, Any]) -> list[dict[str, Any]]:
-    return list(((work.get("spec") or {}).get("workload") or {}).get("manifests") or [])
+def digest(statuses: Sequence[Any]) -> bytes:
+    """Manifest statuses compared by a digest of their canonical JSON (a tracked Work keeps 16 bytes, not
+    its statuses)."""
+    try:
+        text = orjson.dumps(list(statuses), option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # what orjson refuses, the standard library's rules (as ``jsoncodec``)
+        text = json.dumps(list(statuses), sort_keys=True).encode()
+    return hashlib.blake2b(text, digest_size=16).digest()
 
 
-def _statuses(work: Mapping[str, Any]) -> list[Any]:
-    return list((work.get("status") or {}).get("manifestStatuses") or [])
+def _identity(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """What ``manifest_status`` and the member lookup read of a manifest."""
+    meta = manifest.get("metadata") or {}
+    kept = {k: meta[k] for k in ("namespace", "name") if k in meta}
+    return {"apiVersion": manifest.get("apiVersion"), "kind": manifest.get("kind"), "metadata": kept}
 
 
 Kind = tuple[str, str]  # (apiVersion, kind)

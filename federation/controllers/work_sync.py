@@ -35,6 +35,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from federation.controllers import conditions, isolation, rendering
+from federation.controllers.idle_gate import Probe
 from federation.controllers.members_access import MemberAccess
 from federation.controllers.runtime import Clock, Outcome
 from federation.members.client import MemberClient
@@ -42,7 +43,7 @@ from federation.members.errors import MemberError
 from federation.members.pool import run_concurrently
 from federation.model.status_interpreter import manifest_status
 from federation.model.work import CONDITION_APPLIED, CONDITION_DISPATCHING
-from federation.store import claims
+from federation.store import claims, probes
 from federation.store.claims import Claim
 from federation.store.db import UnitOfWork
 from federation.store.derive import parse_timestamp
@@ -112,6 +113,10 @@ class WorkSync:
     backoff_max_seconds: float = 300.0
     name: str = "work-sync"
     watches: frozenset[str] = frozenset({WORK_KIND, "Cluster"})
+
+    def pending(self) -> Probe:
+        """The runner's idle probe: a Work this pass would claim (``claim_for_push``'s condition)."""
+        return claims.claimable(WorkRow, self.clock.now(), where=[probes.push_works()])
 
     def reconcile(self) -> Outcome:
         handled = 0
@@ -243,7 +248,7 @@ class WorkSync:
     ) -> datetime | None:
         """Write the outcome of one task; the retry time when it must be tried again."""
         meta = work["metadata"]
-        works = WorkRepository(session)
+        works = WorkRepository(session, clock=self.clock.now)
         if result.task.delete:
             if not result.ok:
                 log.info(

@@ -9,6 +9,7 @@ Invariants (Karmada ``getClusterHealthStatus``):
 
 from __future__ import annotations
 
+import logging
 import os
 import ssl
 import tempfile
@@ -18,6 +19,10 @@ from dataclasses import dataclass
 import httpx
 
 from federation.members.kubeconfig import Kubeconfig
+
+# httpx logs every request at INFO: a line per member per status interval in an idle server's log. A failed
+# probe says why in the cluster's Ready condition (and its event), which is where an operator looks.
+logging.getLogger("httpx").setLevel(logging.WARNING)
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,8 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -31,6 +32,7 @@ from sqlalchemy.orm.exc import StaleDataError
 from sqlalchemy.sql.elements import ClauseElement
 
 from federation.store import changelog
+from federation.store.childwrites import CHILD_WRITES, ChildWrites
 from federation.store.manifest import join
 from federation.store.tables import ObjectMixin
 
@@ -38,10 +40,27 @@ _ID, _SEEN = "b_id", "b_seen"
 MANIFEST_KEYS = frozenset(changelog.MANIFEST_ATTRIBUTES)
 
 
-def flush_rows(session: Session, rows: Sequence[ObjectMixin]) -> int:
-    """Write the pending column changes of ``rows`` (loaded in this session); the rows written."""
+@contextmanager
+def deferred_children(session: Session) -> Iterator[ChildWrites]:
+    """While open, ``derive`` collects the child-row changes of rewritten bindings for ``flush_rows``
+    instead of editing their ORM collections (``childwrites``)."""
+    writes = ChildWrites()
+    session.info[CHILD_WRITES] = writes
+    try:
+        yield writes
+    finally:
+        session.info.pop(CHILD_WRITES, None)
+
+
+def flush_rows(session: Session, rows: Sequence[ObjectMixin], children: ChildWrites | None = None) -> int:
+    """Write the pending column changes of ``rows`` (loaded in this session), then ``children`` (collected
+    under ``deferred_children``); the rows written."""
     with session.no_autoflush:
         changed = [Pending(row, _seen(row), values) for row in rows if (values := _changes(row))]
+        if children:
+            children.write(session)
+            for row in rows:  # their collections in memory no longer say what the database holds
+                session.expire(row, _collections(inspect(row).mapper))
         if not changed:
             return 0
         _log(session, changed)
@@ -75,6 +94,11 @@ def _changes(row: ObjectMixin) -> dict[str, Any]:
         if old is NO_VALUE or isinstance(new, ClauseElement) or new != old:
             out[key] = new
     return out
+
+
+@lru_cache(maxsize=64)
+def _collections(mapper: Any) -> list[str]:
+    return [rel.key for rel in mapper.relationships if rel.uselist]
 
 
 @lru_cache(maxsize=64)
@@ -168,4 +192,4 @@ def _commit(session: Session, row: ObjectMixin, values: dict[str, Any]) -> None:
         session.expire(row, expired)
 
 
-__all__ = ["flush_rows"]
+__all__ = ["deferred_children", "flush_rows"]

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, Table, bindparam, or_, select, true, update
+from sqlalchemy import ColumnElement, Table, bindparam, exists, or_, select, true, update
 from sqlalchemy.orm import Session
 
 from federation.store.tables import (
@@ -91,12 +91,7 @@ def claim(
     t = table_of(table)
     candidates = (
         select(t.c.id)
-        .where(
-            t.c[table.dirty_flag].is_(True),
-            or_(t.c.claimed_by.is_(None), t.c.claimed_until <= now),
-            or_(t.c.next_attempt_at.is_(None), t.c.next_attempt_at <= now),
-            *where,
-        )
+        .where(*_claimable(table, now), *where)
         .order_by(t.c.id)
         .limit(limit)
         .with_for_update(skip_locked=True)  # rendered on Postgres; SQLite ignores it
@@ -111,6 +106,24 @@ def claim(
     HOLDINGS.add(owner, table, [row[0] for row in rows])
     # RETURNING order is unspecified; restore the claim order.
     return sorted((Claim(*row) for row in rows), key=lambda c: c.id)
+
+
+def claimable(
+    table: Claimable, now: datetime, *, where: Sequence[ColumnElement[bool]] = ()
+) -> ColumnElement[bool]:
+    """Whether ``claim`` would find a row now, as an EXISTS a caller can select with others (the runner's
+    idle probe): the same conditions, read-only, so an idle tick takes no lock and writes nothing."""
+    t = table_of(table)
+    return exists().where(*_claimable(table, now), *where).select_from(t)
+
+
+def _claimable(table: Claimable, now: datetime) -> tuple[ColumnElement[bool], ...]:
+    t = table_of(table)
+    return (
+        t.c[table.dirty_flag].is_(True),
+        or_(t.c.claimed_by.is_(None), t.c.claimed_until <= now),
+        or_(t.c.next_attempt_at.is_(None), t.c.next_attempt_at <= now),
+    )
 
 
 def release(

@@ -22,6 +22,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from federation.store import claims
+from federation.store.childwrites import CHILD_WRITES, ChildWrites
 from federation.store.manifest import condition_status
 from federation.store.tables import (
     EXECUTION_SPACE_PREFIX,
@@ -66,7 +67,8 @@ def refresh(
         elif isinstance(row, ClusterRow):
             _cluster(row, created)
         elif isinstance(row, ResourceBindingRow):
-            _binding(row, old_spec, created)
+            sink = None if created else session.info.get(CHILD_WRITES)
+            _binding(row, old_spec, created, sink)
         elif isinstance(row, WorkRow):
             _work(session, row, old_spec, created)
         elif isinstance(row, WorkloadPolicyRow) and content_changed:
@@ -141,7 +143,7 @@ def scheduling_hash(row: ClusterRow) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def _binding(row: ResourceBindingRow, old_spec: Any, created: bool) -> None:
+def _binding(row: ResourceBindingRow, old_spec: Any, created: bool, sink: ChildWrites | None) -> None:
     spec = _spec_dict(row)
     old = old_spec if isinstance(old_spec, Mapping) else {}
     resource = spec.get("resource") or {}
@@ -150,9 +152,9 @@ def _binding(row: ResourceBindingRow, old_spec: Any, created: bool) -> None:
     row.cluster_sensitive = cluster_sensitive(spec, row.status)
     row.application_failover = bool((spec.get("failover") or {}).get("application"))
     if created or old.get("clusters") != spec.get("clusters"):
-        _sync_targets(row, spec.get("clusters") or [])
+        _sync_targets(row, spec.get("clusters") or [], sink)
     if created or old.get("gracefulEvictionTasks") != spec.get("gracefulEvictionTasks"):
-        _sync_eviction_tasks(row, spec.get("gracefulEvictionTasks") or [])
+        _sync_eviction_tasks(row, spec.get("gracefulEvictionTasks") or [], sink)
     if created or old != spec:
         # Any spec change queues the scheduler, ``spec.clusters`` and ``gracefulEvictionTasks`` included:
         # an eviction (or a user's hand edit) leaves replicas to place and clusters to avoid. The
@@ -172,43 +174,67 @@ def cluster_sensitive(spec: Mapping[str, Any], status: Any) -> bool:
     return int(spec.get("replicas") or 0) <= 0 and spec.get("replicaRequirements") is None
 
 
-def _sync_targets(row: ResourceBindingRow, clusters: list[Any]) -> None:
+def _sync_targets(row: ResourceBindingRow, clusters: list[Any], sink: ChildWrites | None) -> None:
     wanted = {str(c["name"]): int(c.get("replicas") or 0) for c in clusters if isinstance(c, Mapping)}
     existing = {target.cluster_name: target for target in row.targets}
-    for name, target in existing.items():
+    for name, gone in existing.items():
         if name not in wanted:
-            row.targets.remove(target)
+            if sink is None:
+                row.targets.remove(gone)
+            else:
+                sink.delete(gone)
     for name, replicas in wanted.items():
-        if name in existing:
-            existing[name].replicas = replicas
-        else:
-            row.targets.append(BindingTargetClusterRow(cluster_name=name, replicas=replicas))
+        target = existing.get(name)
+        if sink is None:
+            if target is not None:
+                target.replicas = replicas
+            else:
+                row.targets.append(BindingTargetClusterRow(cluster_name=name, replicas=replicas))
+        elif target is None:
+            sink.insert(
+                BindingTargetClusterRow, {"binding_id": row.id, "cluster_name": name, "replicas": replicas}
+            )
+        elif target.replicas != replicas:
+            sink.update(target, {"replicas": replicas})
 
 
-def _sync_eviction_tasks(row: ResourceBindingRow, tasks: list[Any]) -> None:
+def _sync_eviction_tasks(row: ResourceBindingRow, tasks: list[Any], sink: ChildWrites | None) -> None:
     wanted = {str(t["fromCluster"]): t for t in tasks if isinstance(t, Mapping)}
     existing = {task.from_cluster: task for task in row.eviction_tasks}
     for name, stale in existing.items():
         if name not in wanted:
-            row.eviction_tasks.remove(stale)
+            if sink is None:
+                row.eviction_tasks.remove(stale)
+            else:
+                sink.delete(stale)
     for name, body in wanted.items():
         task = existing.get(name)
-        if task is None:
-            task = GracefulEvictionTaskRow(from_cluster=name)
-            row.eviction_tasks.append(task)
-        _fill_eviction_task(task, body)
+        values = eviction_task_values(body)
+        if sink is None:
+            if task is None:
+                task = GracefulEvictionTaskRow(from_cluster=name)
+                row.eviction_tasks.append(task)
+            for column, value in values.items():
+                setattr(task, column, value)
+        elif task is None:
+            sink.insert(GracefulEvictionTaskRow, {"binding_id": row.id, "from_cluster": name, **values})
+        elif any(getattr(task, column) != value for column, value in values.items()):
+            sink.update(task, values)
 
 
-def _fill_eviction_task(task: GracefulEvictionTaskRow, body: Mapping[str, Any]) -> None:
-    task.replicas = body.get("replicas")
-    task.reason = str(body.get("reason") or "")
-    task.message = str(body.get("message") or "")
-    task.producer = str(body.get("producer") or "")
-    task.creation_timestamp = parse_timestamp(body.get("creationTimestamp"))
-    task.grace_period_seconds = body.get("gracePeriodSeconds")
-    task.suppress_deletion = body.get("suppressDeletion")
-    task.purge_mode = body.get("purgeMode")
-    task.clusters_before_failover = list(body.get("clustersBeforeFailover") or [])
+def eviction_task_values(body: Mapping[str, Any]) -> dict[str, Any]:
+    """An eviction-task row's columns from its ``spec.gracefulEvictionTasks`` entry."""
+    return {
+        "replicas": body.get("replicas"),
+        "reason": str(body.get("reason") or ""),
+        "message": str(body.get("message") or ""),
+        "producer": str(body.get("producer") or ""),
+        "creation_timestamp": parse_timestamp(body.get("creationTimestamp")),
+        "grace_period_seconds": body.get("gracePeriodSeconds"),
+        "suppress_deletion": body.get("suppressDeletion"),
+        "purge_mode": body.get("purgeMode"),
+        "clusters_before_failover": list(body.get("clustersBeforeFailover") or []),
+    }
 
 
 def parse_timestamp(value: Any) -> datetime | None:

@@ -2,7 +2,8 @@
 
 Invariants:
 - ``join(row)`` returns a fresh deep copy: callers may mutate it without touching ORM state (JSON
-  columns are not mutation-tracked, so in-place edits would silently never be written).
+  columns are not mutation-tracked, so in-place edits would silently never be written). ``view(row)`` is
+  the same manifest without the copy, for readers that never mutate it.
 - Server-owned metadata (uid, resourceVersion, generation, creationTimestamp) is never taken from the
   caller's manifest; ``split`` drops it.
 - ``metadata.resourceVersion`` is rendered as a string, as in Kubernetes; it is the row's
@@ -11,7 +12,7 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -72,16 +73,30 @@ def format_timestamp(value: datetime) -> str:
 
 def join(row: ObjectMixin) -> dict[str, Any]:
     """The manifest a row stores, with server-owned metadata filled in."""
-    obj: dict[str, Any] = {"apiVersion": row.api_version, "kind": row.kind, "metadata": _metadata(row)}
+    return _manifest(row, deep=clone, flat=dict, with_status=True)
+
+
+def view(row: ObjectMixin, *, with_status: bool = True) -> dict[str, Any]:
+    """``join`` without the copy: the manifest shares the row's JSON values, so it is for a reader that
+    never mutates it (one that copies what it keeps, as rendering does). ``with_status=False`` leaves the
+    status out, so a reader that never looks at it can leave the column unloaded (``defer``)."""
+    return _manifest(row, deep=_shared, flat=_shared, with_status=with_status)
+
+
+def _manifest(
+    row: ObjectMixin, *, deep: Callable[[Any], Any], flat: Callable[[Any], Any], with_status: bool
+) -> dict[str, Any]:
+    metadata = _metadata(row, deep, flat)
+    obj: dict[str, Any] = {"apiVersion": row.api_version, "kind": row.kind, "metadata": metadata}
     if row.spec is not None:
-        obj["spec"] = clone(row.spec)
-    obj.update(clone(row.extra or {}))
-    if row.status is not None:
-        obj["status"] = clone(row.status)
+        obj["spec"] = deep(row.spec)
+    obj.update(deep(row.extra or {}))
+    if with_status and row.status is not None:
+        obj["status"] = deep(row.status)
     return obj
 
 
-def _metadata(row: ObjectMixin) -> dict[str, Any]:
+def _metadata(row: ObjectMixin, deep: Callable[[Any], Any], flat: Callable[[Any], Any]) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": row.name}
     if row.namespace:
         meta["namespace"] = row.namespace
@@ -90,11 +105,15 @@ def _metadata(row: ObjectMixin) -> dict[str, Any]:
     meta["generation"] = row.generation
     meta["creationTimestamp"] = format_timestamp(row.created_at)
     if row.labels:
-        meta["labels"] = dict(row.labels)
+        meta["labels"] = flat(row.labels)
     if row.annotations:
-        meta["annotations"] = dict(row.annotations)
-    meta.update(clone(row.metadata_extra or {}))
+        meta["annotations"] = flat(row.annotations)
+    meta.update(deep(row.metadata_extra or {}))
     return meta
+
+
+def _shared(value: Any) -> Any:
+    return value
 
 
 def condition_status(status: Any, condition_type: str) -> bool | None:

@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, defer
 
-from federation.store.manifest import join
+from federation.store.manifest import join, view
 from federation.store.repository import manifests_by_id
 from federation.store.tables import ResourceTemplateRow
 
@@ -35,3 +35,17 @@ def templates_by_uid(session: Session, uids: Sequence[str]) -> dict[str, dict[st
         return {}
     statement = select(ResourceTemplateRow).where(ResourceTemplateRow.uid.in_(list(uids)))
     return {row.uid: join(row) for row in session.scalars(statement)}
+
+
+def template_views_by_uid(session: Session, uids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """``templates_by_uid`` for a reader that never mutates them and never reads status (rendering): the
+    manifests share the rows' JSON (``manifest.view``) and the status column is not loaded. Rows, not
+    bare columns, so a Secret's data is unsealed as on every load (``sealing``)."""
+    if not uids:
+        return {}
+    statement = (
+        select(ResourceTemplateRow)
+        .where(ResourceTemplateRow.uid.in_(list(uids)))
+        .options(defer(ResourceTemplateRow.status))
+    )
+    return {row.uid: view(row, with_status=False) for row in session.scalars(statement)}

@@ -6,28 +6,79 @@ Invariants:
 - ``claim_for_push`` never claims a Work of a Pull-mode cluster: its agent pulls it, and the flag stays
   set for the agent to see. A cluster without ``spec.syncMode`` (or without a Cluster row) is Push.
 - Every query here is one statement, whatever the number of bindings or Works asked about.
+- A ``WorkSummary`` is a Work without its manifests: they are represented by ``manifest_hash``, which
+  ``derive`` recomputes on every write of the spec, so an equal ``SpecDigest`` means an equal spec.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, bindparam, select, tuple_, update
+from sqlalchemy import JSON, ColumnElement, bindparam, case, func, select, tuple_, type_coerce, update
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Session
 
 from federation.store import changelog, claims
 from federation.store.claims import Claim
+from federation.store.derive import manifest_hash
 from federation.store.errors import Conflict, NotFound
 from federation.store.kinds import WORK_API_VERSION
 from federation.store.manifest import join, split
 from federation.store.repository import Clock, ObjectRepository, manifests_by_id
+from federation.store.sealing import is_secret
 from federation.store.tables import EXECUTION_SPACE_PREFIX, ClusterRow, ResourceBindingRow, WorkRow, table_of
 from federation.store.types import utcnow
 
 KIND = "Work"
 PULL = "Pull"
+
+
+@dataclass(frozen=True, slots=True)
+class SpecDigest:
+    """A Work spec as compared without loading its manifests: everything but ``workload.manifests``
+    verbatim, and the manifests by their hash (``derive.manifest_hash``, the ``manifest_hash`` column)."""
+
+    rest: Any
+    manifests_hash: str
+
+    @classmethod
+    def of(cls, spec: Any) -> SpecDigest:
+        """The digest of a spec in memory (what a stored Work with this spec summarises to)."""
+        return cls(spec_without_manifests(spec), manifest_hash(spec if isinstance(spec, Mapping) else {}))
+
+
+@dataclass(frozen=True, slots=True)
+class WorkSummary:
+    """A Work without its manifests: what deciding whether to rewrite it needs (see the invariants)."""
+
+    id: int
+    binding_id: int | None
+    namespace: str
+    name: str
+    resource_version: int
+    labels: dict[str, Any]
+    annotations: dict[str, Any]
+    metadata_extra: dict[str, Any]
+    spec: SpecDigest
+
+
+def carries_secret(row: WorkRow) -> bool:
+    """Whether the Work's manifests include a v1 Secret: its data is sealed by the ORM flush's hooks
+    (``sealing``), so a writer that bypasses the ORM (``bulkflush``) must leave this row to the flush."""
+    spec = row.spec if isinstance(row.spec, Mapping) else {}
+    manifests = (spec.get("workload") or {}).get("manifests") or []
+    return any(isinstance(m, Mapping) and is_secret(m) for m in manifests)
+
+
+def spec_without_manifests(spec: Any) -> Any:
+    """``spec`` less ``workload.manifests`` (as ``_spec_without_manifests`` computes it in SQL)."""
+    workload = spec.get("workload") if isinstance(spec, Mapping) else None
+    if not isinstance(workload, Mapping) or "manifests" not in workload:
+        return spec
+    return {**spec, "workload": {k: v for k, v in workload.items() if k != "manifests"}}
 
 
 def execution_namespace(cluster_name: str) -> str:
@@ -73,6 +124,76 @@ class WorkRepository:
         for row in self.session.scalars(statement):
             found.setdefault(int(row.binding_id or 0), []).append(row)
         return found
+
+    def summaries_for_binding_ids(self, binding_ids: Sequence[int]) -> dict[int, list[WorkSummary]]:
+        """``for_binding_ids`` as summaries: no manifest is loaded."""
+        if not binding_ids:
+            return {}
+        statement = (
+            self._summaries()
+            .where(WorkRow.binding_id.in_(list(binding_ids)))
+            .order_by(WorkRow.namespace, WorkRow.name)
+        )
+        found: dict[int, list[WorkSummary]] = {}
+        for summary in self._summarise(statement):
+            found.setdefault(int(summary.binding_id or 0), []).append(summary)
+        return found
+
+    def summaries_by_keys(self, keys: Sequence[tuple[str, str]]) -> list[WorkSummary]:
+        """``by_keys`` as summaries."""
+        wanted = set(keys)
+        if not wanted:
+            return []
+        statement = self._summaries().where(tuple_(WorkRow.namespace, WorkRow.name).in_(sorted(wanted)))
+        return self._summarise(statement)
+
+    def rows_by_ids(self, ids: Sequence[int]) -> dict[int, WorkRow]:
+        """Work row id → row, for a writer that summarised first and loads only the Works it writes."""
+        if not ids:
+            return {}
+        statement = select(WorkRow).where(WorkRow.id.in_(sorted(set(ids))))
+        return {row.id: row for row in self.session.scalars(statement)}
+
+    def _summaries(self) -> Any:
+        return select(
+            WorkRow.id,
+            WorkRow.binding_id,
+            WorkRow.namespace,
+            WorkRow.name,
+            WorkRow.resource_version,
+            WorkRow.labels,
+            WorkRow.annotations,
+            WorkRow.metadata_extra,
+            _spec_without_manifests(self.session.get_bind().dialect.name),
+            WorkRow.manifest_hash,
+        )
+
+    def _summarise(self, statement: Any) -> list[WorkSummary]:
+        return [
+            WorkSummary(
+                id=row_id,
+                binding_id=binding_id,
+                namespace=namespace,
+                name=name,
+                resource_version=resource_version,
+                labels=labels or {},
+                annotations=annotations or {},
+                metadata_extra=metadata_extra or {},
+                spec=SpecDigest(rest, hashed),
+            )
+            for (
+                row_id,
+                binding_id,
+                namespace,
+                name,
+                resource_version,
+                labels,
+                annotations,
+                metadata_extra,
+                rest,
+                hashed,
+            ) in self.session.execute(statement)
+        ]
 
     def by_keys(self, keys: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
         """The Works at these (namespace, name) keys, whoever rendered them (one query)."""
@@ -202,6 +323,19 @@ def _with_metadata_extra(row: WorkRow, metadata_extra: dict[str, Any]) -> dict[s
         meta.pop(key, None)
     meta.update(metadata_extra)
     return manifest
+
+
+def _spec_without_manifests(dialect: str) -> ColumnElement[Any]:
+    """``spec`` less ``workload.manifests``, computed by the database so the manifests (nearly all of a
+    Work's bytes) never reach Python. Postgres refuses a path through a non-object, hence the CASE;
+    SQLite's ``json_remove`` leaves a missing path alone."""
+    if dialect == "postgresql":
+        spec = type_coerce(WorkRow.spec, JSONB)
+        return case(
+            (func.jsonb_typeof(spec["workload"]) == "object", spec.delete_path(["workload", "manifests"])),
+            else_=spec,
+        )
+    return type_coerce(func.json_remove(WorkRow.spec, "$.workload.manifests"), JSON)
 
 
 def _pull_clusters() -> Any:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from federation.controllers.rendering import (
+    StoredWork,
     WorkKey,
     plan_works,
     prune,
@@ -12,6 +13,7 @@ from federation.controllers.rendering import (
     targets_of,
     tombstoned,
 )
+from federation.store.works import SpecDigest
 
 TEMPLATE = {
     "apiVersion": "apps/v1",
@@ -130,3 +132,37 @@ def test_failover_budget_bookkeeping_stays_in_the_control_plane() -> None:
         },
     }
     assert prune(template)["metadata"]["annotations"] == {"failover.federation.io/max-reschedules": "3"}
+
+
+def _summarised(work: dict[str, Any]) -> StoredWork:
+    """``work`` as the controller sees a stored Work it did not load whole (spec as a ``SpecDigest``)."""
+    whole = StoredWork.of(work)
+    return StoredWork(
+        whole.key,
+        whole.resource_version,
+        whole.tombstoned,
+        whole.labels,
+        whole.annotations,
+        whole.finalizers,
+        SpecDigest.of(work["spec"]),
+    )
+
+
+def test_a_plan_from_summaries_is_the_plan_from_whole_works() -> None:
+    before = _binding(
+        [{"name": "a", "replicas": 2}, {"name": "b", "replicas": 3}, {"name": "c", "replicas": 1}]
+    )
+    after = _binding(
+        [{"name": "a", "replicas": 2}, {"name": "b", "replicas": 1}, {"name": "d", "replicas": 3}],
+        suspension={"dispatchingOnClusters": {"clusterNames": ["a"]}},
+    )
+    existing = _existing(before)
+    existing[2] = tombstoned(existing[2], "2026-01-01T00:00:00Z")
+    desired = render_works(after, TEMPLATE)
+    whole = plan_works(after, desired, existing)
+    assert plan_works(after, desired, [_summarised(w) for w in existing]) == whole
+    assert [k.namespace for k in whole.tombstone] == []  # c was tombstoned already
+    assert [w["metadata"]["namespace"] for w in whole.replace] == ["karmada-es-a", "karmada-es-b"]
+    assert [w["metadata"]["namespace"] for w in whole.create] == ["karmada-es-d"]
+    unchanged = [_summarised(w) for w in _existing(after)]
+    assert plan_works(after, render_works(after, TEMPLATE), unchanged).writes == 0

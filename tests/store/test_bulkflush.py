@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 from sqlalchemy.orm.exc import StaleDataError
 
 from federation.store import UnitOfWork, objects
-from federation.store.bulkflush import flush_rows
+from federation.store.bulkflush import deferred_children, flush_rows
 from federation.store.manifest import join, split
 from federation.store.repository import ObjectRepository
 from federation.store.tables import BindingTargetClusterRow, ChangeLogRow, ResourceBindingRow
@@ -31,10 +31,15 @@ def _rows(session: Session) -> list[ResourceBindingRow]:
     return list(session.scalars(select(ResourceBindingRow).order_by(ResourceBindingRow.name)))
 
 
-def _place(session: Session, row: ResourceBindingRow, cluster: str, replicas: int) -> None:
+def _rewrite(session: Session, row: ResourceBindingRow, **spec: object) -> None:
+    """Replace the loaded ``row`` with these spec fields set (no flush: ``flush_rows`` writes it)."""
     body = join(row)
-    body["spec"]["clusters"] = [{"name": cluster, "replicas": replicas}]
+    body["spec"].update(spec)
     ObjectRepository(session, "ResourceBinding", BINDING[0]).replace_loaded(row, split(body), flush=False)
+
+
+def _place(session: Session, row: ResourceBindingRow, cluster: str, replicas: int) -> None:
+    _rewrite(session, row, clusters=[{"name": cluster, "replicas": replicas}])
 
 
 def test_a_batch_is_one_update_with_revisions_log_rows_and_child_rows(
@@ -118,3 +123,66 @@ def test_unchanged_rows_write_nothing(uow: UnitOfWork, engine: Engine) -> None:
         with count_statements(engine) as log:
             assert flush_rows(session, rows) == 0
         assert log.count == 0
+
+
+def _evicting(session: Session, row: ResourceBindingRow, clusters: list[dict[str, object]]) -> None:
+    """``clusters`` placed, member0 (if it was placed) moved to a graceful-eviction task."""
+    task = {
+        "fromCluster": "member0",
+        "replicas": 1,
+        "reason": "TaintUntolerated",
+        "producer": "taint-manager",
+    }
+    _rewrite(session, row, clusters=clusters, gracefulEvictionTasks=[task])
+
+
+def test_deferred_child_rows_are_written_set_based_and_match_the_specs(
+    uow: UnitOfWork, engine: Engine
+) -> None:
+    _create(uow, 4)
+    with uow() as session:
+        rows = _rows(session)
+        for row in rows:
+            _place(session, row, "member0", 1)
+        flush_rows(session, rows)
+        session.flush()
+    with uow() as session:
+        rows = _rows(session)
+        with deferred_children(session) as children:
+            for row in rows:  # member0 removed, member1 added; b0 also changes member1's count below
+                _evicting(session, row, [{"name": "member1", "replicas": 2}])
+        with count_statements(engine) as log:
+            assert flush_rows(session, rows, children) == 4
+        targets = [s for s in log.statements if "binding_target_clusters" in s.lower()]
+        tasks = [s for s in log.statements if "graceful_eviction_tasks" in s.lower()]
+        assert len(targets) == 2  # one DELETE, one INSERT (executemany), whatever the number of bindings
+        assert len(tasks) == 1  # one INSERT
+        # The collections were expired: read now, they say what the database holds.
+        assert [t.cluster_name for t in rows[0].targets] == ["member1"]
+        assert [t.from_cluster for t in rows[0].eviction_tasks] == ["member0"]
+        with deferred_children(session) as children:
+            _evicting(
+                session, rows[0], [{"name": "member1", "replicas": 5}, {"name": "member2", "replicas": 1}]
+            )
+        flush_rows(session, [rows[0]], children)
+    with uow() as session:
+        placed = session.execute(
+            select(
+                ResourceBindingRow.name,
+                BindingTargetClusterRow.cluster_name,
+                BindingTargetClusterRow.replicas,
+            )
+            .join(BindingTargetClusterRow, BindingTargetClusterRow.binding_id == ResourceBindingRow.id)
+            .order_by(ResourceBindingRow.name, BindingTargetClusterRow.cluster_name)
+        ).all()
+        assert [tuple(p) for p in placed] == [
+            ("b0", "member1", 5),
+            ("b0", "member2", 1),
+            ("b1", "member1", 2),
+            ("b2", "member1", 2),
+            ("b3", "member1", 2),
+        ]
+        for row in _rows(session):
+            assert [(t.from_cluster, t.replicas, t.producer) for t in row.eviction_tasks] == [
+                ("member0", 1, "taint-manager")
+            ]

@@ -130,3 +130,30 @@ def test_tombstone_loaded_refuses_a_stale_row_and_a_changed_body(session: Sessio
     with pytest.raises(Conflict):
         WorkRepository(session).tombstone_loaded([(row, _tombstone(work))])
     assert "deletionTimestamp" not in (work_row(session, "karmada-es-member1", "w1").metadata_extra or {})
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"workload": {"manifests": [make_deployment()]}, "suspendDispatching": True},
+        {"workload": {"manifests": []}},
+        {"workload": {"manifests": [make_deployment()], "other": 1}},
+        {"preserveResourcesOnDeletion": False},
+    ],
+)
+def test_a_summary_digests_the_spec_as_python_does_without_loading_manifests(
+    session: Session, spec: dict
+) -> None:
+    """The database strips ``workload.manifests`` (JSONB ``#-`` / ``json_remove``) exactly as
+    ``spec_without_manifests`` does, and the stored hash is the one ``SpecDigest.of`` computes."""
+    from federation.store.works import SpecDigest
+
+    objects(session, *RB).create(make_binding())
+    created = objects(session, *WORK).create(make_work(spec=spec))
+    works = WorkRepository(session)
+    [summary] = works.summaries_by_keys([("karmada-es-member1", "nginx-687f7fb96f")])
+    assert summary.spec == SpecDigest.of(created["spec"])
+    assert "manifests" not in ((summary.spec.rest or {}).get("workload") or {})
+    assert works.summaries_for_binding_ids([summary.binding_id or 0]) == {summary.binding_id: [summary]}
+    changed = {**created["spec"], "workload": {"manifests": [make_deployment(spec={"replicas": 9})]}}
+    assert summary.spec != SpecDigest.of(changed)

@@ -1,0 +1,68 @@
+"""What work-status collection reads of the Works it polls: every applied Work on a Push cluster once,
+then only the Works written since (a change feed over ``updated_at``), so a round at idle reads no Work.
+
+Invariants:
+- ``tracked`` is True for an applied, not tombstoned Work on a cluster that is not Pull mode: the Works
+  ``WorkRepository.applied_on_push_clusters`` returns. A changed Work that is not tracked any more is
+  returned too (its reader forgets it).
+- Only the columns collection needs are read (no labels, annotations, claim columns).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from federation.store.probes import PULL
+from federation.store.tables import ClusterRow, WorkRow
+
+
+@dataclass(frozen=True, slots=True)
+class WorkState:
+    """One Work as status collection sees it."""
+
+    id: int
+    updated_at: datetime
+    cluster: str
+    tracked: bool
+    manifests: Sequence[dict[str, Any]]
+    manifest_statuses: Sequence[Any]
+
+
+def works_changed_since(session: Session, since: datetime | None) -> list[WorkState]:
+    """The Works written after ``since``; with None every tracked Work (the first read, a resync)."""
+    on_pull = WorkRow.cluster_name.in_(select(ClusterRow.name).where(ClusterRow.sync_mode == PULL))
+    statement = select(
+        WorkRow.id,
+        WorkRow.updated_at,
+        WorkRow.cluster_name,
+        WorkRow.applied,
+        on_pull.label("on_pull"),
+        WorkRow.spec,
+        WorkRow.status,
+        WorkRow.metadata_extra,
+    ).order_by(WorkRow.id)
+    if since is None:
+        statement = statement.where(WorkRow.applied.is_(True), ~on_pull)
+    else:
+        statement = statement.where(WorkRow.updated_at > since)
+    return [_state(row) for row in session.execute(statement)]
+
+
+def push_cluster_names(session: Session) -> set[str]:
+    """The clusters whose Works are polled (every cluster that is not Pull mode)."""
+    statement = select(ClusterRow.name).where(ClusterRow.sync_mode.is_distinct_from(PULL))
+    return set(session.scalars(statement))
+
+
+def _state(row: Any) -> WorkState:
+    extra = row.metadata_extra or {}
+    tracked = bool(row.applied) and not row.on_pull and not extra.get("deletionTimestamp")
+    manifests = ((row.spec or {}).get("workload") or {}).get("manifests") or []
+    statuses = (row.status or {}).get("manifestStatuses") or []
+    return WorkState(int(row.id), row.updated_at, str(row.cluster_name), tracked, manifests, statuses)

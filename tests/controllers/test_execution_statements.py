@@ -1,0 +1,104 @@
+"""The execution controller's hot path has a pinned SQL cost: a batch of bindings is read by a fixed
+handful of queries (Works as summaries, without their manifests), only the Works a plan rewrites are
+loaded whole, and the batch's writes are a fixed handful of statements, whatever the number of bindings.
+An unchanged Work costs no write at all."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from tests.controllers.test_execution_support import Harness, count_writes, harness, nginx
+from tests.store.support import count_statements
+
+__all__ = ["harness"]  # the fixture, re-exported for pytest
+
+CLUSTERS = ("member1", "member2", "member3")
+
+# Per pass: the two change feeds (bindings written, templates written) and the orphan scan.
+PER_PASS = 3
+# Per batch read: the bindings (no status), their templates, their Works as summaries, and the Works at
+# desired keys that no binding of the batch owns yet (Works it may adopt).
+PER_BATCH_READ = 4
+# Creating the Works: the batch's global revisions (one statement) and change-log rows (one executemany).
+CREATE_LOG = 2
+# The Work INSERTs: one batched INSERT (insertmanyvalues) on Postgres; one per Work on SQLite, where
+# SQLAlchemy cannot match a batch's RETURNING rows to its objects (no insert sentinel) and goes row by row.
+WORK_INSERTS = {"sqlite": lambda works: works, "postgresql": lambda works: 1}
+# Rewriting Works: load the rewritten rows whole (one query), their revisions, their change-log rows and
+# their UPDATE (one executemany, each row checking the resourceVersion it was read at: ``bulkflush``).
+REWRITE = 4
+
+
+def _placement(replicas: list[int]) -> list[dict[str, Any]]:
+    return [{"name": c, "replicas": r} for c, r in zip(CLUSTERS, replicas, strict=True)]
+
+
+def _setup(h: Harness, count: int) -> list[dict[str, Any]]:
+    bindings = []
+    for index in range(count):
+        template = h.add_template(nginx(f"app{index}", replicas=6))
+        bindings.append(h.add_binding(template, _placement([1, 2, 3])))
+    return bindings
+
+
+def _whole_work_reads(statements: list[str]) -> list[str]:
+    """Reads of Works with their manifests (the orphan scan aside): summaries select ``spec`` only inside
+    a JSON function."""
+    return [
+        s
+        for s in statements
+        if s.lstrip().upper().startswith("SELECT")
+        and re.search(r"\bworks\.spec\b", s)
+        and "json" not in s.lower()
+        and "binding_id IS NULL" not in s
+    ]
+
+
+def _reads_of(statements: list[str], table: str) -> int:
+    pattern = re.compile(rf"\bFROM {table}\b")
+    return sum(1 for s in statements if s.lstrip().upper().startswith("SELECT") and pattern.search(s))
+
+
+@pytest.mark.parametrize("count", [1, 8])
+def test_first_render_of_a_batch_is_a_fixed_number_of_statements(harness: Harness, count: int) -> None:
+    _setup(harness, count)
+    with count_statements(harness.engine) as log:
+        outcome = harness.execution.reconcile()
+    assert outcome.processed == 3 * count
+    assert _reads_of(log.statements, "resource_bindings") == 1 + 2  # the batch, and the two feeds
+    assert _reads_of(log.statements, "resource_templates") == 1
+    inserts = WORK_INSERTS[harness.engine.dialect.name](3 * count)
+    assert log.count == PER_PASS + PER_BATCH_READ + CREATE_LOG + inserts, "\n".join(log.statements)
+
+
+@pytest.mark.parametrize("count", [1, 8])
+def test_rewriting_every_work_of_a_batch_is_a_fixed_number_of_statements(
+    harness: Harness, count: int
+) -> None:
+    bindings = _setup(harness, count)
+    harness.execution.reconcile()
+    for binding in bindings:
+        harness.edit_binding(binding, clusters=_placement([3, 2, 1]))  # member2's Work stays as it is
+    with count_statements(harness.engine) as log:
+        outcome = harness.execution.reconcile()
+    assert outcome.processed == 2 * count
+    assert len(_whole_work_reads(log.statements)) == 1  # only the rewritten Works, by one query
+    assert log.count == PER_PASS + PER_BATCH_READ - 1 + REWRITE, "\n".join(log.statements)
+
+
+def test_a_binding_write_that_changes_no_work_writes_nothing(harness: Harness) -> None:
+    [binding] = _setup(harness, 1)
+    harness.execution.reconcile()
+    before = harness.versions()
+    harness.edit_binding(binding, schedulerName="default-scheduler")  # rendering does not read it
+    with count_writes(harness.engine) as writes, count_statements(harness.engine) as log:
+        outcome = harness.execution.reconcile()
+    assert writes == [] and outcome.processed == 0
+    assert log.count == PER_PASS + PER_BATCH_READ - 1  # every desired key is owned: no adoption query
+    after = harness.versions()
+    assert {k: v for k, v in after.items() if k[0] == "Work"} == {
+        k: v for k, v in before.items() if k[0] == "Work"
+    }
