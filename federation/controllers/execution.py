@@ -50,7 +50,7 @@ from federation.store.db import UnitOfWork
 from federation.store.errors import Conflict
 from federation.store.events import InvolvedObject
 from federation.store.manifest import format_timestamp, join, split
-from federation.store.tables import ResourceBindingRow, WorkRow
+from federation.store.tables import ObjectMixin, ResourceBindingRow, WorkRow
 from federation.store.templates import template_views_by_uid
 from federation.store.works import WorkRepository, WorkSummary, carries_secret
 
@@ -204,26 +204,30 @@ class ExecutionController:
         timestamp = format_timestamp(self.clock.now())
         summaries = {_key(w): w for p, _ in plans for w in p.existing}
         rows = _rows(works, [summaries[k] for _, plan in plans for k in _rewritten(plan)])
+        created: list[ObjectMixin] = []
         replaced: list[WorkRow] = []
         resurrected: list[WorkRow] = []
-        tombstones: list[tuple[WorkRow, dict[str, Any]]] = []
+        tombstones: list[tuple[WorkRow, dict[str, Any]]] = []  # row, its tombstone's extra metadata
         for p, plan in plans:
             for work in plan.create:
-                works.objects.create_pending(work, binding_id=p.binding_id)
+                created.append(works.objects.create_pending(work, binding_id=p.binding_id))
             for work in plan.replace:
                 row = rows[rendering.key_of(work)]
                 if works.objects.replace_loaded(row, split(work), flush=False):
                     replaced.append(row)
             resurrected.extend(rows[key] for key in plan.resurrect)
             tombstones.extend(
-                (rows[k], rendering.tombstoned(join(rows[k]), timestamp)) for k in plan.tombstone
+                (rows[k], rendering.tombstoned_extra(rows[k].metadata_extra, timestamp))
+                for k in plan.tombstone
             )
-        # The replaced rows by one executemany (the ORM's versioned UPDATE is one statement per row); a Work
-        # carrying a Secret stays with the flush, whose hooks seal its data.
+        # New and replaced rows by one executemany each (the ORM inserts row by row through its unit of work,
+        # and its versioned UPDATE is one statement per row); a Work carrying a Secret stays with the flush,
+        # whose hooks seal its data.
+        bulkflush.insert_rows(session, [row for row in created if not carries_secret(row)])
         bulkflush.flush_rows(session, [row for row in replaced if not carries_secret(row)])
         session.flush()
         works.mark_ids_need_sync([row.id for row in resurrected])
-        works.tombstone_loaded(tombstones)  # queued too: deletion must reach the member all the same
+        works.tombstone_extras(tombstones)  # queued too: deletion must reach the member all the same
         return sum(len(plan.create) + len(plan.tombstone) for _, plan in plans) + len(replaced)
 
     def _write_each(self, session: Session, planned: Sequence[Planned]) -> int:

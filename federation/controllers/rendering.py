@@ -408,6 +408,18 @@ def _with_version(desired: dict[str, Any], resource_version: str | None) -> dict
 def tombstoned(work: Mapping[str, Any], timestamp: str) -> dict[str, Any]:
     """``work`` marked for deletion at ``timestamp`` (kept, with its resourceVersion)."""
     marked = clone(dict(work))
-    marked["metadata"][DELETION_TIMESTAMP] = timestamp
-    marked["metadata"].setdefault("finalizers", [WORK_FINALIZER])
+    _mark_deleted(marked["metadata"], timestamp)
     return marked
+
+
+def tombstoned_extra(metadata_extra: Mapping[str, Any] | None, timestamp: str) -> dict[str, Any]:
+    """What ``tombstoned`` makes of a stored Work's extra metadata (all but name, namespace, labels,
+    annotations and the server's fields): a batch writer tombstones rows without copying whole Works."""
+    marked = clone(dict(metadata_extra or {}))
+    _mark_deleted(marked, timestamp)
+    return marked
+
+
+def _mark_deleted(metadata: dict[str, Any], timestamp: str) -> None:
+    metadata[DELETION_TIMESTAMP] = timestamp
+    metadata.setdefault("finalizers", [WORK_FINALIZER])

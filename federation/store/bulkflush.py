@@ -15,6 +15,9 @@ Invariants:
 - Afterwards the written attributes are committed state, so the ORM's own flush writes only what these
   rows do not cover (child rows: target clusters, eviction tasks).
 - Runs under ``no_autoflush``: an autoflush would write the rows one by one before the batch does.
+- New rows (``insert_rows``) go out by one executemany INSERT per table and shape, with the ADDED events
+  and revisions the flush hook would give them; they leave the session (expunged), so the flush does not
+  insert them again. Rows whose data the ORM's hooks must seal (Secrets) are never given to it.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import bindparam, inspect, update
+from sqlalchemy import bindparam, insert, inspect, update
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import NO_VALUE, set_committed_value
 from sqlalchemy.orm.exc import StaleDataError
@@ -70,6 +73,36 @@ def flush_rows(session: Session, rows: Sequence[ObjectMixin], children: ChildWri
         for pending in changed:
             _commit(session, pending.row, pending.values)
         return written
+
+
+def insert_rows(session: Session, rows: Sequence[ObjectMixin]) -> int:
+    """Insert ``rows`` (new objects added to this session, not flushed yet) with their change-log rows and
+    revisions; they are expunged from the session afterwards. The rows inserted."""
+    if not rows:
+        return 0
+    with session.no_autoflush:
+        added = [changelog.Change(changelog.ADDED, join(row)) for row in rows]
+        groups: dict[tuple[Any, frozenset[str]], list[dict[str, Any]]] = {}
+        for row, revision in zip(rows, changelog.record(session, added), strict=True):
+            row.resource_version = revision
+            values = _insert_values(row)
+            groups.setdefault((inspect(row).mapper.local_table, frozenset(values)), []).append(values)
+        connection = session.connection()
+        for (table, _), batch in groups.items():
+            connection.execute(insert(table), batch)
+        for row in rows:
+            session.expunge(row)
+    return len(rows)
+
+
+def _insert_values(row: ObjectMixin) -> dict[str, Any]:
+    """Column name → value of every column attribute set on a new row (the others take their defaults)."""
+    state = inspect(row)
+    return {
+        attr.columns[0].name: state.dict[attr.key]
+        for attr in state.mapper.column_attrs
+        if attr.key in state.dict
+    }
 
 
 @dataclass(slots=True)
@@ -192,4 +225,4 @@ def _commit(session: Session, row: ObjectMixin, values: dict[str, Any]) -> None:
         session.expire(row, expired)
 
 
-__all__ = ["deferred_children", "flush_rows"]
+__all__ = ["deferred_children", "flush_rows", "insert_rows"]

@@ -29,7 +29,14 @@ from federation.store.kinds import WORK_API_VERSION
 from federation.store.manifest import join, split
 from federation.store.repository import Clock, ObjectRepository, manifests_by_id
 from federation.store.sealing import is_secret
-from federation.store.tables import EXECUTION_SPACE_PREFIX, ClusterRow, ResourceBindingRow, WorkRow, table_of
+from federation.store.tables import (
+    EXECUTION_SPACE_PREFIX,
+    ClusterRow,
+    ObjectMixin,
+    ResourceBindingRow,
+    WorkRow,
+    table_of,
+)
 from federation.store.types import utcnow
 
 KIND = "Work"
@@ -65,7 +72,7 @@ class WorkSummary:
     spec: SpecDigest
 
 
-def carries_secret(row: WorkRow) -> bool:
+def carries_secret(row: ObjectMixin) -> bool:
     """Whether the Work's manifests include a v1 Secret: its data is sealed by the ORM flush's hooks
     (``sealing``), so a writer that bypasses the ORM (``bulkflush``) must leave this row to the flush."""
     spec = row.spec if isinstance(row.spec, Mapping) else {}
@@ -237,30 +244,37 @@ class WorkRepository:
         return [join(row) for row in self.session.scalars(statement)]
 
     def tombstone_loaded(self, marked: Sequence[tuple[WorkRow, Mapping[str, Any]]]) -> None:
-        """Write tombstones (``rendering.tombstoned``: metadata only) of loaded Works by one executemany
-        UPDATE, each queued for sync (deletion must reach the member) and logged as MODIFIED at its own new
-        revision (``changelog.record``: one statement for the revisions, one for the log rows).
+        """Write tombstones (``rendering.tombstoned``: metadata only) of loaded Works: ``tombstone_extras``
+        with each body's metadata. Only ``metadata`` beyond labels/annotations may differ from the row (else
+        ``ValueError``)."""
+        extras = []
+        for row, body in marked:
+            parts = split(body)
+            if (parts.labels, parts.annotations, parts.spec) != (row.labels, row.annotations, row.spec):
+                raise ValueError(f"a tombstone of Work {row.namespace}/{row.name} changes more than metadata")
+            extras.append((row, parts.metadata_extra))
+        self.tombstone_extras(extras)
+
+    def tombstone_extras(self, marked: Sequence[tuple[WorkRow, dict[str, Any]]]) -> None:
+        """Give loaded Works the tombstone's extra metadata (``rendering.tombstoned_extra``) by one
+        executemany UPDATE, each queued for sync (deletion must reach the member) and logged as MODIFIED at
+        its own new revision (``changelog.record``: one statement for the revisions, one for the log rows).
 
         Why not the ORM: a versioned ORM UPDATE is one statement per row (SQLAlchemy cannot check the
         version of an executemany); here the version check is the statement's WHERE and the row count.
-        Only ``metadata`` beyond labels/annotations may differ from the row (else ``ValueError``); a
-        concurrent writer leaves the count short: ``Conflict``. The rows are expired afterwards.
+        A concurrent writer leaves the count short: ``Conflict``. The rows are expired afterwards.
         """
         if not marked:
             return
         t = table_of(WorkRow)
         now = self.objects.clock()
-        params, changes = [], []
-        for row, body in marked:
-            parts = split(body)
-            if (parts.labels, parts.annotations, parts.spec) != (row.labels, row.annotations, row.spec):
-                raise ValueError(f"a tombstone of Work {row.namespace}/{row.name} changes more than metadata")
-            params.append(
-                {"row_id": row.id, "seen_version": row.resource_version, "new_extra": parts.metadata_extra}
-            )
-            changes.append(
-                changelog.Change(changelog.MODIFIED, _with_metadata_extra(row, parts.metadata_extra))
-            )
+        params = [
+            {"row_id": row.id, "seen_version": row.resource_version, "new_extra": extra}
+            for row, extra in marked
+        ]
+        changes = [
+            changelog.Change(changelog.MODIFIED, _with_metadata_extra(row, extra)) for row, extra in marked
+        ]
         for param, revision in zip(params, changelog.record(self.session, changes), strict=True):
             param["new_version"] = revision
         statement = (

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from federation.controllers.rendering import (
     StoredWork,
     WorkKey,
@@ -12,7 +14,9 @@ from federation.controllers.rendering import (
     render_works,
     targets_of,
     tombstoned,
+    tombstoned_extra,
 )
+from federation.store.manifest import split
 from federation.store.works import SpecDigest
 
 TEMPLATE = {
@@ -166,3 +170,19 @@ def test_a_plan_from_summaries_is_the_plan_from_whole_works() -> None:
     assert [w["metadata"]["namespace"] for w in whole.create] == ["karmada-es-d"]
     unchanged = [_summarised(w) for w in _existing(after)]
     assert plan_works(after, render_works(after, TEMPLATE), unchanged).writes == 0
+
+
+@pytest.mark.parametrize("extra", [{}, {"finalizers": ["someone/else"], "ownerReferences": [{"name": "o"}]}])
+def test_tombstoned_extra_is_what_tombstoned_makes_of_the_stored_extra_metadata(
+    extra: dict[str, Any],
+) -> None:
+    work = {
+        "apiVersion": "work.karmada.io/v1alpha1",
+        "kind": "Work",
+        "metadata": {"name": "w", "namespace": "karmada-es-m1", "labels": {"a": "b"}, **extra},
+        "spec": {"workload": {"manifests": [{"apiVersion": "v1", "kind": "ConfigMap"}]}},
+    }
+    stamp = "2026-01-01T00:00:00Z"
+    whole = split(tombstoned(work, stamp)).metadata_extra
+    assert tombstoned_extra(split(work).metadata_extra, stamp) == whole
+    assert work["metadata"] == {"name": "w", "namespace": "karmada-es-m1", "labels": {"a": "b"}, **extra}
