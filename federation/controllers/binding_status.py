@@ -15,8 +15,10 @@ Invariants:
   applied; otherwise False `FullyAppliedFailed`. A binding that was never scheduled and has no Works is
   left alone (there is nothing to report yet).
 - The template's status (Deployment, StatefulSet) is the sum over the items (`status_interpreter`).
-- One binding's failure (a malformed status, a race with the scheduler) is rolled back alone in its
-  savepoint, backed off (`RetryBook`) and said in a Warning event; the batch goes on.
+- A batch's statuses are written by one UPDATE per table (`bulkflush`, each row checking the
+  resourceVersion it was read at). If that fails, each binding is written in a savepoint of its own: one
+  binding's failure (a malformed status, a race with the scheduler) is rolled back alone, backed off
+  (`RetryBook`) and said in a Warning event; the batch goes on.
 - Status-only writes: `update_status` never bumps `generation`, never queues the detector or the
   scheduler, and nothing is written when the computed status equals the stored one.
 """
@@ -30,7 +32,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import or_
+from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
 from federation.controllers import conditions, isolation, rendering
@@ -41,13 +43,14 @@ from federation.controllers.runtime import Clock, Outcome
 from federation.model.binding import CONDITION_FULLY_APPLIED
 from federation.model.status_interpreter import UNKNOWN, aggregate_template_status, aggregates
 from federation.model.work import CONDITION_APPLIED
-from federation.store import probes
+from federation.store import bulkflush, probes
 from federation.store.bindings import BindingRepository
 from federation.store.db import UnitOfWork
 from federation.store.errors import Conflict
 from federation.store.events import InvolvedObject
+from federation.store.manifest import join
 from federation.store.repository import ObjectRepository
-from federation.store.templates import templates_by_uid
+from federation.store.tables import ResourceBindingRow, ResourceTemplateRow
 from federation.store.works import WorkRepository
 
 log = logging.getLogger(__name__)
@@ -212,23 +215,76 @@ class BindingStatusController:
     def _aggregate_batch(self, ids: Sequence[int]) -> int:
         now = self.clock.now()
         with self.uow() as session:
-            bindings = BindingRepository(session).by_ids(ids)
+            rows = _binding_rows(session, ids)
+            bindings = {binding_id: join(row) for binding_id, row in rows.items()}
             works = WorkRepository(session).for_binding_ids(list(bindings))
-            templates = templates_by_uid(
-                session, [_template_uid(b) for b in bindings.values() if _template_uid(b)]
+            template_rows = _template_rows(session, [u for b in bindings.values() if (u := _template_uid(b))])
+            templates = {uid: join(row) for uid, row in template_rows.items()}
+            batch = functools.partial(
+                self._write_batch, session, rows, bindings, works, template_rows, templates, now
             )
-            written = 0
-            for binding_id, binding in bindings.items():
-                owned = works.get(binding_id, [])
-                template = templates.get(_template_uid(binding))
-                outcome = isolation.isolated(
-                    session, functools.partial(_aggregate_one, session, binding, owned, template, now)
-                )
-                if isinstance(outcome, isolation.Failed):
-                    self._failed(session, binding_id, binding, outcome)
-                else:
-                    written += outcome
-                    self.retries.succeeded([binding_id])
+            each = functools.partial(self._write_each, session, bindings, works, templates, now)
+            return isolation.batch_or_each(session, batch, each, self.name)
+
+    def _write_batch(
+        self,
+        session: Session,
+        rows: Mapping[int, ResourceBindingRow],
+        bindings: Mapping[int, Mapping[str, Any]],
+        works: Mapping[int, Sequence[Mapping[str, Any]]],
+        template_rows: Mapping[str, ResourceTemplateRow],
+        templates: Mapping[str, Mapping[str, Any]],
+        now: datetime,
+    ) -> int:
+        """Every status of the batch by a few statements (``bulkflush``: one UPDATE per table, each row
+        checking the resourceVersion it was read at, so the scheduler's concurrent write is never lost: the
+        batch fails and ``_write_each`` takes over)."""
+        changed_bindings: list[ResourceBindingRow] = []
+        changed_templates: dict[int, ResourceTemplateRow] = {}
+        repo = BindingRepository(session)
+        for binding_id, binding in bindings.items():
+            owned = works.get(binding_id, [])
+            if not needs_status(binding, owned):
+                continue
+            status = binding_status(binding, owned, now)
+            row = rows[binding_id]
+            if status != (binding.get("status") or {}):
+                repo.objects(row.namespace).update_status_loaded(row, status, flush=False)
+                changed_bindings.append(row)
+            template = templates.get(_template_uid(binding))
+            new = None if template is None else template_status(template, status["aggregatedStatus"])
+            if template is not None and new is not None and new != (template.get("status") or {}):
+                template_row = template_rows[_template_uid(binding)]
+                objects = ObjectRepository(session, template_row.kind, template_row.api_version)
+                objects.update_status_loaded(template_row, new, flush=False)
+                changed_templates[template_row.id] = template_row
+        written = bulkflush.flush_rows(session, changed_bindings)
+        written += bulkflush.flush_rows(session, list(changed_templates.values()))
+        self.retries.succeeded(list(bindings))
+        return written
+
+    def _write_each(
+        self,
+        session: Session,
+        bindings: Mapping[int, Mapping[str, Any]],
+        works: Mapping[int, Sequence[Mapping[str, Any]]],
+        templates: Mapping[str, Mapping[str, Any]],
+        now: datetime,
+    ) -> int:
+        """Each binding in a savepoint of its own: the one that cannot be written says why, alone."""
+        session.expire_all()  # the rolled-back batch left values on the loaded rows that were never written
+        written = 0
+        for binding_id, binding in bindings.items():
+            owned = works.get(binding_id, [])
+            template = templates.get(_template_uid(binding))
+            outcome = isolation.isolated(
+                session, functools.partial(_aggregate_one, session, binding, owned, template, now)
+            )
+            if isinstance(outcome, isolation.Failed):
+                self._failed(session, binding_id, binding, outcome)
+            else:
+                written += outcome
+                self.retries.succeeded([binding_id])
         return written
 
     def _failed(
@@ -289,6 +345,22 @@ def _write_template_status(
     repository = ObjectRepository(session, str(template["kind"]), str(template["apiVersion"]))
     repository.update_status(meta.get("namespace") or "", meta["name"], new)
     return 1
+
+
+def _binding_rows(session: Session, ids: Sequence[int]) -> dict[int, ResourceBindingRow]:
+    """id → binding row (both kinds), in id order; deleted ids are absent."""
+    if not ids:
+        return {}
+    statement = select(ResourceBindingRow).where(ResourceBindingRow.id.in_(list(ids)))
+    return {row.id: row for row in session.scalars(statement.order_by(ResourceBindingRow.id))}
+
+
+def _template_rows(session: Session, uids: Sequence[str]) -> dict[str, ResourceTemplateRow]:
+    """uid → template row; absent uids are missing."""
+    if not uids:
+        return {}
+    statement = select(ResourceTemplateRow).where(ResourceTemplateRow.uid.in_(list(uids)))
+    return {row.uid: row for row in session.scalars(statement)}
 
 
 def _template_uid(binding: Mapping[str, Any]) -> str:

@@ -6,8 +6,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
 from sqlalchemy import select
+from sqlalchemy.orm.exc import StaleDataError
 
+from federation.controllers import binding_status as binding_status_module
 from federation.controllers.binding_status import (
     FULLY_APPLIED_FAILED_MESSAGE,
     aggregated_items,
@@ -18,6 +21,7 @@ from federation.controllers.binding_status import (
 )
 from federation.store.tables import ResourceBindingRow, ResourceTemplateRow
 from tests.controllers.test_execution_support import Harness, count_writes, harness, nginx
+from tests.store.support import count_statements
 
 __all__ = ["harness"]
 
@@ -216,3 +220,49 @@ def test_a_binding_that_was_never_scheduled_gets_no_status(harness: Harness) -> 
     harness.status.reconcile()
     current = harness.binding(binding)
     assert current is not None and "status" not in current
+
+
+def _scheduled(harness: Harness, count: int) -> list[dict[str, Any]]:
+    """``count`` bindings on two clusters, their Works written (not applied: no member)."""
+    bindings = []
+    for index in range(count):
+        template = harness.add_template(nginx(f"app{index}", replicas=2))
+        placement = [{"name": "member1", "replicas": 1}, {"name": "member2", "replicas": 1}]
+        bindings.append(harness.add_binding(template, placement))
+    harness.execution.reconcile()
+    return bindings
+
+
+@pytest.mark.parametrize("count", [1, 8])
+def test_a_batch_of_statuses_is_a_fixed_number_of_statements(harness: Harness, count: int) -> None:
+    _scheduled(harness, count)
+    with count_statements(harness.engine) as log:
+        assert harness.status.reconcile().processed == 2 * count  # each binding's status and its template's
+    # The two feeds; the batch's bindings, Works and templates; per table (bindings, templates) the
+    # revisions, the change-log rows and one executemany UPDATE (savepoints are not counted).
+    assert log.count == 2 + 3 + 2 * 3, "\n".join(log.statements)
+
+
+def test_a_failed_batch_write_falls_back_to_one_binding_at_a_time(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bindings = _scheduled(harness, 3)
+    real = binding_status_module.bulkflush.flush_rows
+
+    def stale_once(session: Any, rows: Any, *args: Any) -> int:
+        monkeypatch.setattr(binding_status_module.bulkflush, "flush_rows", real)
+        real(session, rows, *args)  # written, then refused as a lost race would be: rolled back
+        raise StaleDataError("a concurrent writer")
+
+    monkeypatch.setattr(binding_status_module.bulkflush, "flush_rows", stale_once)
+    assert harness.status.reconcile().processed == 6
+    for binding in bindings:
+        current = harness.binding(binding)
+        assert current is not None
+        assert [item["clusterName"] for item in current["status"]["aggregatedStatus"]] == [
+            "member1",
+            "member2",
+        ]
+    with count_writes(harness.engine) as writes:
+        harness.status.reconcile()
+    assert writes == []
