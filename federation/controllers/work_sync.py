@@ -5,7 +5,8 @@ Invariants:
 - Only Works with `needs_sync` on Push-mode clusters are claimed (`works.claim_for_push`); a Pull-mode
   cluster's agent does the same job for its own Works.
 - Member I/O runs outside any transaction: claim (one transaction), talk to members concurrently
-  across clusters with bounded workers (`pool.run_concurrently`), record results (one transaction).
+  across clusters with bounded workers (`pool.run_concurrently`), record results (one transaction for
+  the batch, its statuses by one UPDATE; one transaction per result when a Work changed meanwhile).
   Within one cluster Works go one after another; a connectivity failure (unreachable, timeout, no
   credentials) fails that cluster's remaining Works at once instead of paying one timeout each.
 - A tombstoned Work (`metadata.deletionTimestamp`) is deleted from the member (unless
@@ -33,6 +34,7 @@ from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
+from sqlalchemy.orm.exc import StaleDataError
 
 from federation.controllers import conditions, isolation, rendering
 from federation.controllers.idle_gate import Probe
@@ -43,14 +45,15 @@ from federation.members.errors import MemberError
 from federation.members.pool import run_concurrently
 from federation.model.status_interpreter import manifest_status
 from federation.model.work import CONDITION_APPLIED, CONDITION_DISPATCHING
-from federation.store import claims, probes
+from federation.store import bulkflush, changelog, claims, probes
 from federation.store.claims import Claim
 from federation.store.db import UnitOfWork
 from federation.store.derive import parse_timestamp
 from federation.store.errors import Conflict
 from federation.store.events import EventEntry, EventRepository, InvolvedObject
+from federation.store.manifest import join
 from federation.store.tables import ClusterRow, WorkRow
-from federation.store.works import WorkRepository, claim_for_push
+from federation.store.works import WorkRepository, carries_secret, claim_for_push
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +93,16 @@ class SyncResult:
     @property
     def ok(self) -> bool:
         return not self.errors
+
+
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """What one task's outcome makes of its Work: deleted (its member object is gone), a new status, and
+    when to try again (None: done)."""
+
+    delete: bool = False
+    status: dict[str, Any] | None = None
+    retry_at: datetime | None = None
 
 
 class ClusterUnreachable(Exception):
@@ -192,9 +205,51 @@ class WorkSync:
     # -- record ----------------------------------------------------------------------------------------
 
     def _record(self, results: Sequence[SyncResult]) -> int:
-        """Write each outcome in its own transaction: a Work written meanwhile by another controller
-        (a Conflict) costs only its own record, which is retried at once, never the whole batch."""
+        """Write the outcomes: all in one transaction, or, if a Work was written meanwhile by another
+        controller, each in its own (a Conflict then costs only its own record, retried at once)."""
         now = self.clock.now()
+        if not self._record_batch(results, now):
+            self._record_each(results, now)
+        self._say_apply_failures(results, now)
+        return len(results)
+
+    def _record_batch(self, results: Sequence[SyncResult], now: datetime) -> bool:
+        """Every outcome in one transaction: statuses by one UPDATE (``bulkflush``: each row checks the
+        resourceVersion it was read at), deletions by one DELETE, claims by one UPDATE per retry time.
+        False, with nothing written, when a Work changed meanwhile (the status collector wrote it)."""
+        try:
+            with self.uow() as session:
+                works = WorkRepository(session, clock=self.clock.now)
+                rows = works.rows_by_ids([r.task.claim.id for r in results])
+                changed: list[WorkRow] = []
+                deleted: list[int] = []
+                releases: dict[datetime | None, list[Claim]] = defaultdict(list)
+                for result in results:
+                    row = rows.get(result.task.claim.id)
+                    if row is None:
+                        continue  # deleted meanwhile: nothing to record, no claim to release
+                    outcome = self._outcome(join(row), result, now)
+                    if outcome.delete:
+                        deleted.append(row.id)
+                    elif outcome.status is not None and works.objects.update_status_loaded(
+                        row, outcome.status, flush=False
+                    ):
+                        changed.append(row)
+                    releases[outcome.retry_at].append(result.task.claim)
+                # A Work carrying a Secret stays with the ORM's flush, whose hooks seal its data.
+                bulkflush.flush_rows(session, [row for row in changed if not carries_secret(row)])
+                session.flush()
+                if deleted:
+                    changelog.delete_returning(session, WorkRow, WorkRow.id.in_(deleted))
+                for retry_at, claimed in releases.items():
+                    done = retry_at is None
+                    claims.release(session, WorkRow, claimed, self.identity, done=done, retry_at=retry_at)
+        except (Conflict, StaleDataError) as lost:
+            log.info("work sync: %s; recording the batch's outcomes one by one", lost)
+            return False
+        return True
+
+    def _record_each(self, results: Sequence[SyncResult], now: datetime) -> None:
         for result in results:
             claim = result.task.claim
             try:
@@ -214,8 +269,6 @@ class WorkSync:
             except Exception as exc:  # recording one outcome failed: back it off, record the others
                 with self.uow() as session:
                     self._failed(session, claim, isolation.Failed(exc))
-        self._say_apply_failures(results, now)
-        return len(results)
 
     def _say_apply_failures(self, results: Sequence[SyncResult], now: datetime) -> None:
         """Karmada's ``SyncFailed`` Warning on each Work whose apply failed, all in one upsert (a retry that
@@ -249,6 +302,19 @@ class WorkSync:
         """Write the outcome of one task; the retry time when it must be tried again."""
         meta = work["metadata"]
         works = WorkRepository(session, clock=self.clock.now)
+        outcome = self._outcome(work, result, now)
+        if outcome.delete:
+            works.objects.delete(meta["namespace"], meta["name"])
+        elif outcome.status is not None:
+            # With the version read: a status written meanwhile (the collector) is a Conflict, not lost.
+            works.objects.update_status(
+                meta["namespace"], meta["name"], outcome.status, expected_rv=meta["resourceVersion"]
+            )
+        return outcome.retry_at
+
+    def _outcome(self, work: Mapping[str, Any], result: SyncResult, now: datetime) -> Recorded:
+        """What the outcome of one task makes of its Work: deleted, a new status, when to retry."""
+        meta = work["metadata"]
         if result.task.delete:
             if not result.ok:
                 log.info(
@@ -257,10 +323,9 @@ class WorkSync:
                     meta["name"],
                     result.errors,
                 )
-                return now + self._backoff(parse_timestamp(meta.get(rendering.DELETION_TIMESTAMP)), now)
-            if rendering.is_tombstoned(work):
-                works.objects.delete(meta["namespace"], meta["name"])
-            return None
+                since = parse_timestamp(meta.get(rendering.DELETION_TIMESTAMP))
+                return Recorded(retry_at=now + self._backoff(since, now))
+            return Recorded(delete=rendering.is_tombstoned(work))
         status = dict(work.get("status") or {})
         retry_at = None
         if result.task.suspended:
@@ -291,11 +356,7 @@ class WorkSync:
                 now,
             )
             retry_at = now + self._backoff(failing_since, now)
-        # With the version read: a status written meanwhile (the collector) is a Conflict, not lost.
-        works.objects.update_status(
-            meta["namespace"], meta["name"], status, expected_rv=meta["resourceVersion"]
-        )
-        return retry_at
+        return Recorded(status=status, retry_at=retry_at)
 
     def _backoff(self, failing_since: datetime | None, now: datetime) -> timedelta:
         return timedelta(

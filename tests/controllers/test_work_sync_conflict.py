@@ -1,5 +1,7 @@
-"""A Work written by another controller while work sync records its outcome: only that record is
-retried (at once), nothing else is lost, and no claim is left hanging until its lease expires."""
+"""A Work written by another controller while work sync records its outcome: the batch's one transaction
+gives way to one transaction per outcome, written at once over the concurrent write (kept); and a Work
+written again while its own outcome is recorded is retried at once. Nothing is lost, and no claim is left
+hanging until its lease expires."""
 
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ def test_a_concurrent_write_costs_one_retry_not_the_batch(harness: Harness, star
                 repo.update_status(meta["namespace"], meta["name"], {"note": "written concurrently"})
         return original(session, current, result, now)
 
+    monkeypatch.setattr(harness.sync, "_record_batch", lambda results, now: False)  # one by one
     monkeypatch.setattr(harness.sync, "_record_one", record_after_a_concurrent_write)
     harness.sync.reconcile()
     assert raced
@@ -43,3 +46,36 @@ def test_a_concurrent_write_costs_one_retry_not_the_batch(harness: Harness, star
     harness.until(lambda: ready(sim, "nginx", 2), what="applied on the retry")
     applied = next(iter(harness.works().values()))
     assert any(c["type"] == "Applied" and c["status"] == "True" for c in applied["status"]["conditions"])
+
+
+def test_a_concurrent_write_during_the_batch_record_is_kept_and_the_outcome_recorded_at_once(
+    harness: Harness, start_sim, monkeypatch
+) -> None:
+    sim = start_sim("member1")
+    harness.add_cluster("member1", sim)
+    template = harness.add_template(nginx(replicas=2))
+    harness.add_binding(template, [{"name": "member1", "replicas": 2}])
+    harness.execution.reconcile()
+    work = next(iter(harness.works().values()))
+    meta = work["metadata"]
+
+    original = harness.sync._outcome
+    raced: list[bool] = []
+
+    def outcome_after_a_concurrent_write(current, result, now):
+        if not raced:
+            raced.append(True)
+            with harness.uow() as other:  # the status collector writes the same Work in between
+                repo = ObjectRepository(other, "Work", "work.karmada.io/v1alpha1")
+                repo.update_status(meta["namespace"], meta["name"], {"note": "written concurrently"})
+        return original(current, result, now)
+
+    monkeypatch.setattr(harness.sync, "_outcome", outcome_after_a_concurrent_write)
+    harness.sync.reconcile()
+    assert raced
+    assert ready(sim, "nginx", 2) or harness.until(lambda: ready(sim, "nginx", 2), what="applied")
+    with harness.uow() as session:
+        row = session.scalars(select(WorkRow).where(WorkRow.name == meta["name"])).one()
+        assert row.claimed_by is None and not row.needs_sync
+        assert row.status["note"] == "written concurrently"
+        assert any(c["type"] == "Applied" and c["status"] == "True" for c in row.status["conditions"])
