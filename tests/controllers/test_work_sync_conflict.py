@@ -5,6 +5,8 @@ hanging until its lease expires."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import select
 
 from federation.store.repository import ObjectRepository
@@ -14,14 +16,19 @@ from tests.controllers.test_execution_support import Harness, harness, nginx, re
 __all__ = ["harness", "start_sim"]  # fixtures, re-exported for pytest
 
 
-def test_a_concurrent_write_costs_one_retry_not_the_batch(harness: Harness, start_sim, monkeypatch) -> None:
+def _one_work(harness: Harness, start_sim: Any) -> tuple[Any, dict[str, Any]]:
+    """A member and one Work rendered for it, not synced yet; the simulator and the Work's metadata."""
     sim = start_sim("member1")
     harness.add_cluster("member1", sim)
     template = harness.add_template(nginx(replicas=2))
     harness.add_binding(template, [{"name": "member1", "replicas": 2}])
     harness.execution.reconcile()
     work = next(iter(harness.works().values()))
-    meta = work["metadata"]
+    return sim, work["metadata"]
+
+
+def test_a_concurrent_write_costs_one_retry_not_the_batch(harness: Harness, start_sim, monkeypatch) -> None:
+    sim, meta = _one_work(harness, start_sim)
 
     original = harness.sync._record_one
     raced: list[bool] = []
@@ -51,13 +58,7 @@ def test_a_concurrent_write_costs_one_retry_not_the_batch(harness: Harness, star
 def test_a_concurrent_write_during_the_batch_record_is_kept_and_the_outcome_recorded_at_once(
     harness: Harness, start_sim, monkeypatch
 ) -> None:
-    sim = start_sim("member1")
-    harness.add_cluster("member1", sim)
-    template = harness.add_template(nginx(replicas=2))
-    harness.add_binding(template, [{"name": "member1", "replicas": 2}])
-    harness.execution.reconcile()
-    work = next(iter(harness.works().values()))
-    meta = work["metadata"]
+    sim, meta = _one_work(harness, start_sim)
 
     original = harness.sync._outcome
     raced: list[bool] = []
