@@ -7,15 +7,19 @@ the client's ``request``.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
+from sqlalchemy import update
 
 from federation.members.client import KubernetesMemberClient
 from federation.sim import RunningSimulator, run_simulator_in_thread
+from federation.store.tables import WorkRow
 from federation.store.works import WorkRepository
 from tests.controllers.test_execution_support import Harness, member_object
 from tests.members.helpers import deployment, make_config
+from tests.store.support import count_statements
 
 WORKLOADS = 12
 
@@ -51,10 +55,10 @@ def member_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
     return calls
 
 
-def statuses_ready(harness: Harness) -> bool:
+def statuses_ready(harness: Harness, expected: int = 2 * WORKLOADS) -> bool:
     with harness.uow() as session:
         works, _ = WorkRepository(session).objects.list()
-    return len(works) == 2 * WORKLOADS and all((w.get("status") or {}).get("manifestStatuses") for w in works)
+    return len(works) == expected and all((w.get("status") or {}).get("manifestStatuses") for w in works)
 
 
 def test_a_round_lists_each_kind_once_whatever_the_number_of_works(
@@ -95,3 +99,23 @@ def test_a_deleted_member_object_is_missing_in_the_list_and_recreated(
     finally:
         client.close()
     harness.until(lambda: member_object(sim, "Deployment", "web") is not None, what="web recreated")
+
+
+def test_a_round_writes_the_changed_statuses_by_a_fixed_number_of_statements(
+    harness: Harness, sim: RunningSimulator
+) -> None:
+    harness.add_cluster("member1", sim)
+    for index in range(WORKLOADS):
+        template = harness.add_template(deployment(f"web{index:02d}", 1))
+        harness.add_binding(template, [{"name": "member1", "replicas": 1}])
+    harness.until(lambda: statuses_ready(harness, WORKLOADS), what="every Work applied with its statuses")
+    # Every stored status goes stale (written later than the collector's last read, as a write would be).
+    with harness.uow() as session:
+        later = harness.clock.now() + timedelta(hours=1)
+        session.execute(update(WorkRow).values(status={}, updated_at=later))
+    with count_statements(harness.engine) as log:
+        assert harness.collector.reconcile().processed == WORKLOADS
+    # The Works written since the last read, the Push clusters, the members' credentials; the rows to write;
+    # their revisions, change-log rows and one executemany UPDATE.
+    assert log.count == 3 + 1 + 3, "\n".join(log.statements)
+    assert statuses_ready(harness, WORKLOADS)
