@@ -54,42 +54,27 @@ def cluster_entries(
     memo: CycleMemo | None = None,
 ) -> dict[str, dict[str, Any]]:
     """One entry per verdict; with the cycle's ``memo``, the filter and score dicts of the verdicts and
-    scores the memo handed out are built once per cycle and shared by its explanations."""
-    if memo is not None:
-        return _shared_entries(verdicts, scores, allocatable, available, memo)
-    entries: dict[str, dict[str, Any]] = {}
-    shared_scores: dict[tuple[tuple[str, tuple[int, int]], ...], dict[str, Any]] = {}
-    for verdict in verdicts:
-        entry: dict[str, Any] = {"filter": filter_entry(verdict), "selected": False, "replicas": 0}
-        score = scores.get(verdict.cluster)
-        if score is not None:
-            parts = tuple(score.parts.items())
-            if parts not in shared_scores:
-                shared_scores[parts] = score_entry(score)
-            entry["scores"] = shared_scores[parts]
-            entry["totalScore"] = score.total
-        if verdict.cluster in allocatable:
-            entry["allocatable"] = allocatable[verdict.cluster]
-            entry["available"] = available[verdict.cluster]
-        entries[verdict.cluster] = entry
-    return entries
-
-
-def _shared_entries(
-    verdicts: Sequence[FilterVerdict],
-    scores: Mapping[str, ClusterScore],
-    allocatable: Mapping[str, int],
-    available: Mapping[str, int],
-    memo: CycleMemo,
-) -> dict[str, dict[str, Any]]:
-    filtered = memo.derived("explain-filter", verdicts, filter_entry)
+    scores the memo handed out are built once per cycle and shared by its explanations (without one,
+    the score dicts of equal score parts are shared within this explanation)."""
     found = [scores.get(v.cluster) for v in verdicts]
-    score_parts = iter(memo.derived("explain-scores", [s for s in found if s is not None], score_entry))
+    present = [s for s in found if s is not None]
+    if memo is not None:
+        filtered = memo.derived("explain-filter", verdicts, filter_entry)
+        score_parts = memo.derived("explain-scores", present, score_entry)
+    else:
+        filtered = [filter_entry(v) for v in verdicts]
+        by_parts: dict[tuple[tuple[str, tuple[int, int]], ...], dict[str, Any]] = {}
+        for kept in present:
+            parts = tuple(kept.parts.items())
+            if parts not in by_parts:
+                by_parts[parts] = score_entry(kept)
+        score_parts = [by_parts[tuple(kept.parts.items())] for kept in present]
+    shared = iter(score_parts)
     entries: dict[str, dict[str, Any]] = {}
     for verdict, filter_part, score in zip(verdicts, filtered, found, strict=True):
         entry: dict[str, Any] = {"filter": filter_part, "selected": False, "replicas": 0}
         if score is not None:
-            entry["scores"] = next(score_parts)
+            entry["scores"] = next(shared)
             entry["totalScore"] = score.total
         if verdict.cluster in allocatable:
             entry["allocatable"] = allocatable[verdict.cluster]
