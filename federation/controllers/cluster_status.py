@@ -13,9 +13,13 @@ One pass (every `controllers.status_interval_seconds`):
    discovery the classic way (/version, /api, /apis and a document per group version), which made this
    controller ~14 requests per member every 10 s at idle, against 3 now (~5 averaged).
 3. Ready is decided: Push clusters through Karmada's threshold debouncing (`members.health`) on the
-   injected clock; Pull clusters by lease freshness (the agent renews it): fresh → True, stale beyond
-   `monitor_grace_period_seconds` → Unknown (`ClusterStatusUnknown`, or `ClusterStatusNeverUpdated` when no
-   Ready was ever posted, after a startup grace of 1.5 times the monitor grace, Karmada's 60s/40s).
+   injected clock. The cache is in memory: after a restart, a cluster whose lease an earlier pass renewed
+   resumes from the published Ready (Karmada would publish the first look as it is), so a failed first
+   look waits for the threshold like any other flip and a restart with the members unchanged writes
+   nothing but the lease; a just-joined cluster's first look is published as it is. Pull clusters by
+   lease freshness (the agent renews it): fresh → True, stale beyond `monitor_grace_period_seconds` →
+   Unknown (`ClusterStatusUnknown`, or `ClusterStatusNeverUpdated` when no Ready was ever posted, after a
+   startup grace of 1.5 times the monitor grace, Karmada's 60s/40s).
 4. The status (and Ready's automatic NoSchedule taints, semantics §3.3) is planned by pure functions and
    written only for clusters where something changed, each in its own transaction that re-reads the
    cluster, so a concurrent user edit (a taint) is never overwritten and a stable fleet costs no writes.
@@ -286,11 +290,11 @@ class ClusterStatusController:
 
     def reconcile(self) -> Outcome:
         clusters, leases, credentialed = self._load()
-        self._forget_gone(clusters)
+        first_seen = self._forget_gone(clusters)
         managed = {_name(c): c for c in clusters if _mode(c) == "Pull" or _name(c) in credentialed}
         seen = self._observe([name for name, c in managed.items() if _mode(c) != "Pull"])
         now = self.clock.now()
-        verdicts = [self._verdict(c, seen, leases, now) for c in managed.values()]
+        verdicts = [self._verdict(c, seen, leases, now, first_seen) for c in managed.values()]
         stamp = format_timestamp(now)
         changed = [v for v in verdicts if plan(managed[v.name], v, stamp) != (None, None)]
         written = sum(self._write(v, stamp, now) for v in changed)
@@ -305,14 +309,18 @@ class ClusterStatusController:
             leases = {lease.name: lease for lease in LeaseRepository(session).cluster_leases()}
         return clusters, leases, credentialed
 
-    def _forget_gone(self, clusters: list[dict[str, Any]]) -> None:
+    def _forget_gone(self, clusters: list[dict[str, Any]]) -> set[str]:
+        """Forget the clusters that are gone; return the uids this instance had not seen before (every one
+        on the first pass after a start)."""
         current = {_name(c): c["metadata"]["uid"] for c in clusters}
         for name, uid in self._known.items():
             if current.get(name) != uid:
                 self.members.forget(name)
                 self.debouncer.forget(uid)
                 self._discovered.pop(name, None)
+        first_seen = set(current.values()) - set(self._known.values())
         self._known = current
+        return first_seen
 
     def _observe(self, names: list[str]) -> dict[str, Observation]:
         # A member still busy after this (probe, then collection) counts as not reachable for this pass.
@@ -342,15 +350,27 @@ class ClusterStatusController:
         return known if known is not None and known.client is client else None
 
     def _verdict(
-        self, cluster: dict[str, Any], seen: dict[str, Observation], leases: dict[str, Lease], now: datetime
+        self,
+        cluster: dict[str, Any],
+        seen: dict[str, Observation],
+        leases: dict[str, Lease],
+        now: datetime,
+        first_seen: set[str],
     ) -> Verdict:
         name, uid = _name(cluster), cluster["metadata"]["uid"]
         published = published_ready(cluster)
+        created = datetime.fromisoformat(cluster["metadata"]["creationTimestamp"].replace("Z", "+00:00"))
+        lease = leases.get(name)
         if _mode(cluster) == "Pull":
-            created = datetime.fromisoformat(cluster["metadata"]["creationTimestamp"].replace("Z", "+00:00"))
             grace = self.timing.monitor_grace_period_seconds
-            return Verdict(name, uid, pull_ready(leases.get(name), created, published, now, grace))
+            return Verdict(name, uid, pull_ready(lease, created, published, now, grace))
         observation = seen[name]
+        if uid in first_seen and published is not None and _posted_since(lease, created):
+            # A restart: an earlier instance already observed this cluster (its heartbeat is in the lease)
+            # and its debounce cache is lost. Resume from what it published, as if observed now, so a
+            # failed first look waits for the threshold like any other flip: a restart is no news about
+            # the member. A just-joined cluster (no heartbeat yet) keeps Karmada's publish-at-once.
+            self.debouncer.adjust(uid, published, published, now.timestamp())
         ready = self.debouncer.adjust(uid, published, observation.condition, now.timestamp())
         return Verdict(name, uid, ready, observation)
 
@@ -376,6 +396,12 @@ class ClusterStatusController:
         duration = int(self.timing.lease_duration_seconds)
         with self.uow() as session:
             LeaseRepository(session).renew_cluster_leases(names, now, duration)
+
+
+def _posted_since(lease: Lease | None, created: datetime) -> bool:
+    """Whether a status pass renewed this cluster's heartbeat since the cluster was created (a lease left
+    by an unjoined namesake does not count)."""
+    return lease is not None and lease.renew_time is not None and lease.renew_time >= created
 
 
 def _observe_one(client: MemberClient | MemberError, known: Discovered | None) -> Observation:

@@ -2,7 +2,9 @@
 
 Invariants:
 - One client per cluster name, reused while the cluster's kubeconfig hashes the same; a changed kubeconfig
-  (rotated token, new CA, new server) builds a new client and closes the old one.
+  (rotated token, new CA, new server) builds a new client and closes the old one. Callers that find no
+  client at once each build one; the first stored wins and the others' are closed unused, so a client
+  handed out is never closed while its credentials stay the same.
 - ``run_concurrently`` runs at most ``max_workers`` calls at once and returns by ``timeout``: a cluster whose
   call has not finished gets a timeout ``MemberError`` in its outcome, so one slow or dead member never
   holds up the others. Exceptions never escape; each outcome carries either a value or an error.
@@ -59,10 +61,18 @@ class MemberClientPool:
         client = self._factory(name, kubeconfig)  # outside the lock: building may read files
         with self._lock:
             previous = self._clients.get(name)
-            self._clients[name] = (digest, client)
-        if previous is not None:
-            previous[1].close()
-        return client
+            kept: MemberClient
+            dropped: MemberClient | None
+            if previous is not None and previous[0] == digest:
+                # Another caller built one for the same credentials meanwhile (at a start every controller
+                # asks at once) and may be using it: keep that one and drop ours, never the reverse.
+                kept, dropped = previous[1], client
+            else:
+                self._clients[name] = (digest, client)
+                kept, dropped = client, (previous[1] if previous is not None else None)
+        if dropped is not None:
+            dropped.close()
+        return kept
 
     def evict(self, name: str) -> None:
         with self._lock:
