@@ -44,13 +44,13 @@ from federation.controllers.detector import TEMPLATE_KIND
 from federation.controllers.idle_gate import Probe
 from federation.controllers.isolation import RetryBook
 from federation.controllers.runtime import Clock, Outcome
-from federation.store import bulkflush, probes
+from federation.store import bulkflush, probes, work_writes
 from federation.store.bindings import BindingRepository
 from federation.store.db import UnitOfWork
 from federation.store.errors import Conflict
 from federation.store.events import InvolvedObject
 from federation.store.manifest import format_timestamp, join, split
-from federation.store.tables import ObjectMixin, ResourceBindingRow, WorkRow
+from federation.store.tables import ResourceBindingRow, WorkRow
 from federation.store.templates import template_views_by_uid
 from federation.store.works import WorkRepository, WorkSummary, carries_secret
 
@@ -201,33 +201,35 @@ class ExecutionController:
 
     def _apply_batch(self, session: Session, plans: Sequence[tuple[Planned, rendering.WorkPlan]]) -> int:
         works = WorkRepository(session, clock=self.clock.now)
-        timestamp = format_timestamp(self.clock.now())
+        now = self.clock.now()
+        timestamp = format_timestamp(now)
         summaries = {_key(w): w for p, _ in plans for w in p.existing}
-        rows = _rows(works, [summaries[k] for _, plan in plans for k in _rewritten(plan)])
-        created: list[ObjectMixin] = []
+        replacing = [summaries[rendering.key_of(w)] for _, plan in plans for w in plan.replace]
+        rows = _rows(works, replacing)  # only the Works written over are loaded whole
+        created: list[tuple[dict[str, Any], int]] = []
         replaced: list[WorkRow] = []
-        resurrected: list[WorkRow] = []
-        tombstones: list[tuple[WorkRow, dict[str, Any]]] = []  # row, its tombstone's extra metadata
+        resurrected: list[int] = []
+        tombstones: list[work_writes.Tombstone] = []
         for p, plan in plans:
             for work in plan.create:
-                created.append(works.objects.create_pending(work, binding_id=p.binding_id))
+                if work_writes.spec_carries_secret(work.get("spec")):  # sealed by the flush's hooks
+                    works.objects.create_pending(work, binding_id=p.binding_id)
+                else:
+                    created.append((work, p.binding_id))
             for work in plan.replace:
                 row = rows[rendering.key_of(work)]
                 if works.objects.replace_loaded(row, split(work), flush=False):
                     replaced.append(row)
-            resurrected.extend(rows[key] for key in plan.resurrect)
-            tombstones.extend(
-                (rows[k], rendering.tombstoned_extra(rows[k].metadata_extra, timestamp))
-                for k in plan.tombstone
-            )
-        # New and replaced rows by one executemany each (the ORM inserts row by row through its unit of work,
-        # and its versioned UPDATE is one statement per row); a Work carrying a Secret stays with the flush,
-        # whose hooks seal its data.
-        bulkflush.insert_rows(session, [row for row in created if not carries_secret(row)])
+            resurrected.extend(summaries[key].id for key in plan.resurrect)
+            tombstones.extend(_tombstone(summaries[k], timestamp) for k in plan.tombstone)
+        # New Works as column values and replaced rows by one executemany each (the ORM inserts row by row
+        # through its unit of work, and its versioned UPDATE is one statement per row); a Work carrying a
+        # Secret stays with the flush, whose hooks seal its data.
+        work_writes.insert_new(session, created, now)
         bulkflush.flush_rows(session, [row for row in replaced if not carries_secret(row)])
         session.flush()
-        works.mark_ids_need_sync([row.id for row in resurrected])
-        works.tombstone_extras(tombstones)  # queued too: deletion must reach the member all the same
+        works.mark_ids_need_sync(resurrected)
+        work_writes.tombstone(session, tombstones, now)  # queued too: deletion must reach the member
         return sum(len(plan.create) + len(plan.tombstone) for _, plan in plans) + len(replaced)
 
     def _write_each(self, session: Session, planned: Sequence[Planned]) -> int:
@@ -370,9 +372,10 @@ def _stored(summaries: Sequence[WorkSummary]) -> list[rendering.StoredWork]:
     ]
 
 
-def _rewritten(plan: rendering.WorkPlan) -> list[rendering.WorkKey]:
-    """The Works a plan writes over (replaced or tombstoned): the only ones loaded whole."""
-    return [rendering.key_of(w) for w in plan.replace] + list(plan.tombstone)
+def _tombstone(summary: WorkSummary, timestamp: str) -> work_writes.Tombstone:
+    """The tombstone of a summarised Work (its extra metadata marked deleted at ``timestamp``)."""
+    extra = rendering.tombstoned_extra(summary.metadata_extra, timestamp)
+    return work_writes.Tombstone(summary.id, summary.namespace, summary.name, summary.resource_version, extra)
 
 
 def _rows(works: WorkRepository, summaries: Sequence[WorkSummary]) -> dict[rendering.WorkKey, WorkRow]:

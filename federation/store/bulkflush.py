@@ -15,9 +15,8 @@ Invariants:
 - Afterwards the written attributes are committed state, so the ORM's own flush writes only what these
   rows do not cover (child rows: target clusters, eviction tasks).
 - Runs under ``no_autoflush``: an autoflush would write the rows one by one before the batch does.
-- New rows (``insert_rows``) go out by one executemany INSERT per table and shape, with the ADDED events
-  and revisions the flush hook would give them; they leave the session (expunged), so the flush does not
-  insert them again. Rows whose data the ORM's hooks must seal (Secrets) are never given to it.
+- Rows whose data the ORM's hooks must seal (Secrets) are never given to it. (New Works are inserted as
+  column values by ``work_writes``.)
 """
 
 from __future__ import annotations
@@ -28,7 +27,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import bindparam, insert, inspect, update
+from sqlalchemy import bindparam, inspect, update
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import NO_VALUE, set_committed_value
 from sqlalchemy.orm.exc import StaleDataError
@@ -73,36 +72,6 @@ def flush_rows(session: Session, rows: Sequence[ObjectMixin], children: ChildWri
         for pending in changed:
             _commit(session, pending.row, pending.values)
         return written
-
-
-def insert_rows(session: Session, rows: Sequence[ObjectMixin]) -> int:
-    """Insert ``rows`` (new objects added to this session, not flushed yet) with their change-log rows and
-    revisions; they are expunged from the session afterwards. The rows inserted."""
-    if not rows:
-        return 0
-    with session.no_autoflush:
-        added = [changelog.Change(changelog.ADDED, join(row)) for row in rows]
-        groups: dict[tuple[Any, frozenset[str]], list[dict[str, Any]]] = {}
-        for row, revision in zip(rows, changelog.record(session, added), strict=True):
-            row.resource_version = revision
-            values = _insert_values(row)
-            groups.setdefault((inspect(row).mapper.local_table, frozenset(values)), []).append(values)
-        connection = session.connection()
-        for (table, _), batch in groups.items():
-            connection.execute(insert(table), batch)
-        for row in rows:
-            session.expunge(row)
-    return len(rows)
-
-
-def _insert_values(row: ObjectMixin) -> dict[str, Any]:
-    """Column name → value of every column attribute set on a new row (the others take their defaults)."""
-    state = inspect(row)
-    return {
-        attr.columns[0].name: state.dict[attr.key]
-        for attr in state.mapper.column_attrs
-        if attr.key in state.dict
-    }
 
 
 @dataclass(slots=True)
@@ -168,6 +137,9 @@ def _shapes(
     expressions (a queue bump) that are part of the statement itself."""
     groups: dict[Any, list[dict[str, Any]]] = {}
     expression_by_text: dict[str, ClauseElement] = {}
+    # Compiling an expression is the costly part; writers share expression objects (``queue_values``), so
+    # each distinct object is compiled once (kept alive by ``changed``, so no id is reused meanwhile).
+    text_by_id: dict[int, str] = {}
     for pending in changed:
         mapper = inspect(pending.row).mapper
         table = mapper.local_table
@@ -177,7 +149,9 @@ def _shapes(
         for key, value in pending.values.items():
             column = mapper.column_attrs[key].columns[0].name
             if isinstance(value, ClauseElement):
-                text = str(value.compile(compile_kwargs={"literal_binds": True}))
+                text = text_by_id.get(id(value)) or text_by_id.setdefault(
+                    id(value), str(value.compile(compile_kwargs={"literal_binds": True}))
+                )
                 expression_by_text.setdefault(f"{column}:{text}", value)
                 expressions.append((column, expression_by_text[f"{column}:{text}"]))
             else:
@@ -225,4 +199,4 @@ def _commit(session: Session, row: ObjectMixin, values: dict[str, Any]) -> None:
         session.expire(row, expired)
 
 
-__all__ = ["deferred_children", "flush_rows", "insert_rows"]
+__all__ = ["deferred_children", "flush_rows"]

@@ -69,9 +69,20 @@ class Claim:
 
 
 def queue_values(table: type[ClaimMixin]) -> dict[str, Any]:
-    """The column values that queue a row for its controller, as SQL expressions (see the invariants)."""
-    t = table_of(table)
-    return {table.dirty_flag: true(), "dirty_seq": t.c.dirty_seq + 1, "next_attempt_at": None}
+    """The column values that queue a row for its controller, as SQL expressions (see the invariants).
+    The expressions are the same objects on every call (a batch writer groups its rows by them)."""
+    values = _QUEUE_VALUES.get(table)
+    if values is None:
+        t = table_of(table)
+        values = _QUEUE_VALUES[table] = {
+            table.dirty_flag: true(),
+            "dirty_seq": t.c.dirty_seq + 1,
+            "next_attempt_at": None,
+        }
+    return dict(values)
+
+
+_QUEUE_VALUES: dict[type[ClaimMixin], dict[str, Any]] = {}
 
 
 def claim(

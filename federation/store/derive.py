@@ -245,16 +245,24 @@ def parse_timestamp(value: Any) -> datetime | None:
 
 
 def _work(session: Session, row: WorkRow, old_spec: Any, created: bool) -> None:
-    if row.namespace.startswith(EXECUTION_SPACE_PREFIX):
-        row.cluster_name = row.namespace[len(EXECUTION_SPACE_PREFIX) :]
-    else:
-        row.cluster_name = row.cluster_name or ""
-    row.manifest_hash = manifest_hash(_spec_dict(row))
-    row.applied = condition_status(row.status, "Applied")
+    for column, value in work_columns(row.namespace, row.spec, row.status, row.cluster_name).items():
+        setattr(row, column, value)
     if row.binding_id is None:  # a batch writer may have preset it on a new row
         row.binding_id = _binding_id(session, row.annotations or {})
     if created or old_spec != row.spec:
         mark_dirty(row, created=created)
+
+
+def work_columns(namespace: str, spec: Any, status: Any, cluster_name: str | None = "") -> dict[str, Any]:
+    """A Work's columns computed from its body: ``cluster_name`` (from its execution namespace; else the
+    one it has), ``manifest_hash`` and ``applied``."""
+    if namespace.startswith(EXECUTION_SPACE_PREFIX):
+        cluster_name = namespace[len(EXECUTION_SPACE_PREFIX) :]
+    return {
+        "cluster_name": cluster_name or "",
+        "manifest_hash": manifest_hash(spec if isinstance(spec, Mapping) else {}),
+        "applied": condition_status(status, "Applied"),
+    }
 
 
 def manifest_hash(spec: Mapping[str, Any]) -> str:

@@ -17,18 +17,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, ColumnElement, bindparam, case, func, select, tuple_, type_coerce, update
+from sqlalchemy import JSON, ColumnElement, case, func, select, tuple_, type_coerce, update
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Session
 
-from federation.store import changelog, claims
+from federation.store import claims, work_writes
 from federation.store.claims import Claim
 from federation.store.derive import manifest_hash
-from federation.store.errors import Conflict, NotFound
+from federation.store.errors import NotFound
 from federation.store.kinds import WORK_API_VERSION
-from federation.store.manifest import join, split
+from federation.store.manifest import join
 from federation.store.repository import Clock, ObjectRepository, manifests_by_id
-from federation.store.sealing import is_secret
 from federation.store.tables import (
     EXECUTION_SPACE_PREFIX,
     ClusterRow,
@@ -75,9 +74,7 @@ class WorkSummary:
 def carries_secret(row: ObjectMixin) -> bool:
     """Whether the Work's manifests include a v1 Secret: its data is sealed by the ORM flush's hooks
     (``sealing``), so a writer that bypasses the ORM (``bulkflush``) must leave this row to the flush."""
-    spec = row.spec if isinstance(row.spec, Mapping) else {}
-    manifests = (spec.get("workload") or {}).get("manifests") or []
-    return any(isinstance(m, Mapping) and is_secret(m) for m in manifests)
+    return work_writes.spec_carries_secret(row.spec)
 
 
 def spec_without_manifests(spec: Any) -> Any:
@@ -243,57 +240,6 @@ class WorkRepository:
         statement = select(WorkRow).where(condition).order_by(WorkRow.namespace, WorkRow.name)
         return [join(row) for row in self.session.scalars(statement)]
 
-    def tombstone_loaded(self, marked: Sequence[tuple[WorkRow, Mapping[str, Any]]]) -> None:
-        """Write tombstones (``rendering.tombstoned``: metadata only) of loaded Works: ``tombstone_extras``
-        with each body's metadata. Only ``metadata`` beyond labels/annotations may differ from the row (else
-        ``ValueError``)."""
-        extras = []
-        for row, body in marked:
-            parts = split(body)
-            if (parts.labels, parts.annotations, parts.spec) != (row.labels, row.annotations, row.spec):
-                raise ValueError(f"a tombstone of Work {row.namespace}/{row.name} changes more than metadata")
-            extras.append((row, parts.metadata_extra))
-        self.tombstone_extras(extras)
-
-    def tombstone_extras(self, marked: Sequence[tuple[WorkRow, dict[str, Any]]]) -> None:
-        """Give loaded Works the tombstone's extra metadata (``rendering.tombstoned_extra``) by one
-        executemany UPDATE, each queued for sync (deletion must reach the member) and logged as MODIFIED at
-        its own new revision (``changelog.record``: one statement for the revisions, one for the log rows).
-
-        Why not the ORM: a versioned ORM UPDATE is one statement per row (SQLAlchemy cannot check the
-        version of an executemany); here the version check is the statement's WHERE and the row count.
-        A concurrent writer leaves the count short: ``Conflict``. The rows are expired afterwards.
-        """
-        if not marked:
-            return
-        t = table_of(WorkRow)
-        now = self.objects.clock()
-        params = [
-            {"row_id": row.id, "seen_version": row.resource_version, "new_extra": extra}
-            for row, extra in marked
-        ]
-        changes = [
-            changelog.Change(changelog.MODIFIED, _with_metadata_extra(row, extra)) for row, extra in marked
-        ]
-        for param, revision in zip(params, changelog.record(self.session, changes), strict=True):
-            param["new_version"] = revision
-        statement = (
-            update(t)
-            .where(t.c.id == bindparam("row_id"), t.c.resource_version == bindparam("seen_version"))
-            .values(
-                metadata_extra=bindparam("new_extra", type_=t.c.metadata_extra.type),
-                resource_version=bindparam("new_version", type_=t.c.resource_version.type),
-                updated_at=now,
-                **claims.queue_values(WorkRow),
-            )
-        )
-        result = self.session.execute(statement, params)
-        for row, _ in marked:
-            self.session.expire(row)
-        if result.rowcount != len(params):  # type: ignore[attr-defined]
-            row = marked[0][0]
-            raise Conflict(KIND, row.namespace, row.name, "a Work changed while it was tombstoned")
-
     def mark_synced(self, namespace: str, name: str, *, seen_seq: int | None = None) -> bool:
         """Clear ``needs_sync`` (with ``seen_seq``: only if no change arrived since); True if cleared."""
         conditions = [WorkRow.namespace == namespace, WorkRow.name == name]
@@ -327,16 +273,6 @@ class WorkRepository:
         for obj in list(self.session.identity_map.values()):
             if isinstance(obj, WorkRow):
                 self.session.expire(obj, ["needs_sync", "dirty_seq", "next_attempt_at"])
-
-
-def _with_metadata_extra(row: WorkRow, metadata_extra: dict[str, Any]) -> dict[str, Any]:
-    """The manifest of ``row`` with its extra metadata (finalizers, deletionTimestamp...) replaced."""
-    manifest = join(row)
-    meta = manifest["metadata"]
-    for key in row.metadata_extra or {}:
-        meta.pop(key, None)
-    meta.update(metadata_extra)
-    return manifest
 
 
 def _spec_without_manifests(dialect: str) -> ColumnElement[Any]:

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from federation.store.works import WorkRepository
 from tests.controllers.test_execution_support import Harness, count_writes, harness, nginx
 from tests.store.support import count_statements
 
@@ -24,7 +25,7 @@ PER_PASS = 3
 PER_BATCH_READ = 4
 # Creating the Works: the batch's global revisions (one statement) and change-log rows (one executemany).
 CREATE_LOG = 2
-# The Work INSERTs: one executemany for the batch on both backends (``bulkflush.insert_rows``; the ORM's
+# The Work INSERTs: one executemany for the batch on both backends (``work_writes.insert_new``; the ORM's
 # flush went row by row on SQLite, where it cannot match a batch's RETURNING rows to its objects).
 WORK_INSERTS = 1
 # Rewriting Works: load the rewritten rows whole (one query), their revisions, their change-log rows and
@@ -101,3 +102,28 @@ def test_a_binding_write_that_changes_no_work_writes_nothing(harness: Harness) -
     assert {k: v for k, v in after.items() if k[0] == "Work"} == {
         k: v for k, v in before.items() if k[0] == "Work"
     }
+
+
+# Tombstoning Works: their stored columns for the events (one query, no ORM rows), their revisions,
+# their change-log rows and their UPDATE (one executemany, each row checking its resourceVersion).
+TOMBSTONE = 4
+
+
+@pytest.mark.parametrize("count", [1, 8])
+def test_moving_a_batch_off_clusters_is_a_fixed_number_of_statements(harness: Harness, count: int) -> None:
+    bindings = _setup(harness, count)
+    harness.execution.reconcile()
+    for binding in bindings:
+        harness.edit_binding(binding, clusters=[{"name": "member1", "replicas": 6}])
+    with count_statements(harness.engine) as log:
+        outcome = harness.execution.reconcile()
+    assert outcome.processed == 3 * count  # member1's Work rewritten, member2's and member3's tombstoned
+    # The rewritten Works (ORM rows), and the tombstoned ones' columns for their events (Core rows).
+    assert len(_whole_work_reads(log.statements)) == 2
+    assert log.count == PER_PASS + PER_BATCH_READ - 1 + REWRITE + TOMBSTONE, "\n".join(log.statements)
+    with harness.uow() as session:
+        works, _ = WorkRepository(session).objects.list()
+    deleting = sorted((w["metadata"]["namespace"], "deletionTimestamp" in w["metadata"]) for w in works)
+    assert deleting == sorted(
+        (f"karmada-es-{cluster}", cluster != "member1") for cluster in CLUSTERS for _ in range(count)
+    )

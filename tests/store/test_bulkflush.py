@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 from sqlalchemy.orm.exc import StaleDataError
 
 from federation.store import UnitOfWork, objects
-from federation.store.bulkflush import deferred_children, flush_rows, insert_rows
+from federation.store.bulkflush import deferred_children, flush_rows
 from federation.store.manifest import join, split
 from federation.store.repository import ObjectRepository
 from federation.store.tables import BindingTargetClusterRow, ChangeLogRow, ResourceBindingRow
@@ -186,27 +186,3 @@ def test_deferred_child_rows_are_written_set_based_and_match_the_specs(
             assert [(t.from_cluster, t.replicas, t.producer) for t in row.eviction_tasks] == [
                 ("member0", 1, "taint-manager")
             ]
-
-
-def test_new_rows_are_one_insert_with_their_added_events_and_leave_the_session(
-    uow: UnitOfWork, engine: Engine
-) -> None:
-    with uow() as session:
-        repo = objects(session, *BINDING)
-        rows = [repo.create_pending(make_binding(f"n{index}")) for index in range(4)]
-        with count_statements(engine) as log:
-            assert insert_rows(session, rows) == 4
-        inserts = [
-            s for s in log.statements if s.lstrip().upper().startswith("INSERT INTO RESOURCE_BINDINGS")
-        ]
-        assert len(inserts) == 1
-        assert not session.new  # the flush will not insert them again
-        session.flush()
-    with uow() as session:
-        stored = _rows(session)
-        assert [row.name for row in stored] == [f"n{index}" for index in range(4)]
-        logged = session.execute(
-            select(ChangeLogRow.name, ChangeLogRow.revision).where(ChangeLogRow.event == "ADDED")
-        ).all()
-        assert sorted(logged) == sorted((row.name, row.resource_version) for row in stored)
-        assert all(row.needs_scheduling for row in stored)  # queued, as a flushed create is

@@ -9,8 +9,9 @@ import pytest
 from sqlalchemy import Text, cast, select
 from sqlalchemy.orm import Session
 
-from federation.store import UnitOfWork, WorkRepository, claim, objects, release
+from federation.store import UnitOfWork, WorkRepository, claim, objects, release, work_writes
 from federation.store.tables import ChangeLogRow, ResourceBindingRow
+from federation.store.types import utcnow
 
 from .factories import (
     make_binding,
@@ -136,8 +137,9 @@ def test_a_batch_flush_draws_its_revisions_in_one_statement(session: Session) ->
 def test_tombstones_are_logged_as_modified(session: Session) -> None:
     created = objects(session, *WORK).create(make_work(binding=None))
     row = WorkRepository(session).objects.require_row("karmada-es-member1", created["metadata"]["name"])
-    tombstone = {**created, "metadata": {**created["metadata"], "deletionTimestamp": "2026-05-01T12:00:00Z"}}
-    WorkRepository(session).tombstone_loaded([(row, tombstone)])
+    extra = {**row.metadata_extra, "deletionTimestamp": "2026-05-01T12:00:00Z"}
+    marked = work_writes.Tombstone(row.id, row.namespace, row.name, row.resource_version, extra)
+    work_writes.tombstone(session, [marked], utcnow())
     _, (revision, modified) = [
         (r.revision, r.object) for r in session.scalars(select(ChangeLogRow).order_by(ChangeLogRow.revision))
     ]

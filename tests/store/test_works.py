@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from federation.store import BindingRepository, NotFound, WorkRepository, execution_namespace, objects
@@ -78,58 +78,6 @@ def test_mark_synced_respects_later_changes(session: Session) -> None:
 def test_mark_synced_unknown_work(session: Session) -> None:
     with pytest.raises(NotFound, match='Work "karmada-es-x/nope" not found'):
         WorkRepository(session).mark_synced("karmada-es-x", "nope")
-
-
-def _tombstone(work: dict) -> dict:
-    from federation.controllers.rendering import tombstoned
-
-    return tombstoned(work, "2026-05-01T12:00:00Z")
-
-
-def test_tombstone_loaded_writes_a_batch_in_one_statement_and_queues_it(session: Session) -> None:
-    from tests.store.support import count_statements
-
-    repo = objects(session, *WORK)
-    created = [repo.create(make_work(f"w{i}", "member1", binding=None)) for i in range(3)]
-    works = WorkRepository(session)
-    for i in range(3):
-        works.mark_synced("karmada-es-member1", f"w{i}")
-    rows = [work_row(session, "karmada-es-member1", f"w{i}") for i in range(3)]
-    with count_statements(session.get_bind()) as log:
-        works.tombstone_loaded([(row, _tombstone(work)) for row, work in zip(rows, created, strict=True)])
-    # One statement draws the three revisions, one logs them, one executemany UPDATE writes the rows.
-    assert log.count == 3, log.statements
-    revisions = []
-    for i in range(3):
-        row = work_row(session, "karmada-es-member1", f"w{i}")
-        assert row.metadata_extra["deletionTimestamp"] == "2026-05-01T12:00:00Z"
-        assert row.needs_sync is True
-        assert row.resource_version > int(created[-1]["metadata"]["resourceVersion"])
-        revisions.append(row.resource_version)
-        assert (
-            repo.get("karmada-es-member1", f"w{i}")["metadata"]["deletionTimestamp"] == "2026-05-01T12:00:00Z"
-        )
-    assert len(set(revisions)) == 3
-
-
-def test_tombstone_loaded_refuses_a_stale_row_and_a_changed_body(session: Session) -> None:
-    from federation.store.errors import Conflict
-
-    repo = objects(session, *WORK)
-    work = repo.create(make_work("w1", "member1", binding=None))
-    row = work_row(session, "karmada-es-member1", "w1")
-    changed = _tombstone(work)
-    changed["spec"]["workload"]["manifests"] = []
-    with pytest.raises(ValueError, match="changes more than metadata"):
-        WorkRepository(session).tombstone_loaded([(row, changed)])
-    # A concurrent writer bumps the version behind this session's back: the loaded row is stale.
-    table = WorkRow.__table__
-    session.execute(
-        update(table).where(table.c.id == row.id).values(resource_version=table.c.resource_version + 1)
-    )
-    with pytest.raises(Conflict):
-        WorkRepository(session).tombstone_loaded([(row, _tombstone(work))])
-    assert "deletionTimestamp" not in (work_row(session, "karmada-es-member1", "w1").metadata_extra or {})
 
 
 @pytest.mark.parametrize(
