@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import or_, select, tuple_, update
 from sqlalchemy.orm import Session
 
 from federation.controllers import isolation
@@ -30,10 +30,11 @@ from federation.controllers.runtime import Clock, Outcome
 from federation.model import failover
 from federation.model import propagation as detection
 from federation.model.policy import PropagationSpec
-from federation.store import claims
+from federation.store import bulkflush, claims
 from federation.store.bindings import BindingRepository
 from federation.store.db import UnitOfWork
 from federation.store.events import InvolvedObject
+from federation.store.manifest import join, split
 from federation.store.repository import ObjectRepository, manifests_by_id
 from federation.store.tables import (
     ClusterPropagationPolicyRow,
@@ -147,17 +148,62 @@ class Detector:
             templates = manifests_by_id(session, ResourceTemplateRow, [c.id for c in claimed])
             # One read of the bindings for the whole batch, not one per template.
             uids = [t["metadata"]["uid"] for t in templates.values()]
-            existing = BindingRepository(session).for_templates(uids)
-            writes: list[int] = []
-
-            def detect(session: Session, template: dict[str, Any]) -> None:
+            rows = BindingRepository(session).rows_for_templates(uids)
+            existing = {uid: join(row) for uid, row in rows.items()}
+            failed: set[int] = set()
+            planned: list[Planned] = []
+            for item in claimed:
+                template = templates.get(item.id)
+                if template is None:
+                    continue
                 found = existing.get(template["metadata"]["uid"])
-                writes.append(self._detect_one(session, template, found, policies, cluster_policies))
+                try:
+                    action = self._plan(template, found, policies, cluster_policies)
+                except Exception as exc:  # a malformed template or policy: this one backs off, the rest go on
+                    self._failed(session, ResourceTemplateRow, item, isolation.Failed(exc))
+                    failed.add(item.id)
+                    continue
+                if action is not None:
+                    planned.append(Planned(item, template, found, action))
 
-            failed = self._each(session, ResourceTemplateRow, claimed, templates, detect)
+            def each() -> int:
+                def detect(session: Session, template: dict[str, Any]) -> None:
+                    found = existing.get(template["metadata"]["uid"])
+                    writes.append(self._detect_one(session, template, found, policies, cluster_policies))
+
+                writes: list[int] = []
+                ids = {p.item.id for p in planned}
+                items = [c for c in claimed if c.id in ids]
+                failed.update(self._each(session, ResourceTemplateRow, items, templates, detect))
+                return sum(writes)
+
+            batch = functools.partial(_write_batch, session, planned, rows)
+            written = isolation.batch_or_each(session, batch, each, "detector")
             done = [c for c in claimed if c.id not in failed]
             claims.release(session, ResourceTemplateRow, done, self.identity, done=True)
-        return len(claimed), sum(writes)
+        return len(claimed), written
+
+    def _plan(
+        self,
+        template: dict[str, Any],
+        existing: dict[str, Any] | None,
+        policies: Sequence[Mapping[str, Any]],
+        cluster_policies: Sequence[Mapping[str, Any]],
+    ) -> Action | None:
+        """What the template's binding needs, decided in memory (None: nothing)."""
+        policy = detection.choose_policy(template, policies, cluster_policies, detection.claim_of(existing))
+        if policy is None:
+            unclaimed = _unclaimed(existing)
+            return None if unclaimed is None else Action(REPLACE, unclaimed)
+        desired = detection.desired_binding(template, policy, existing)
+        if self.default_toleration_seconds is not None:
+            _add_default_tolerations(desired, *self.default_toleration_seconds)
+        if existing is None:
+            return Action(CREATE, desired)
+        if not detection.binding_changed(existing, desired):
+            return None
+        desired["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
+        return Action(REPLACE, desired)
 
     def _detect_one(
         self,
@@ -167,21 +213,72 @@ class Detector:
         policies: Sequence[Mapping[str, Any]],
         cluster_policies: Sequence[Mapping[str, Any]],
     ) -> int:
-        namespace = template["metadata"].get("namespace") or ""
-        bindings = ObjectRepository(session, _binding_kind(namespace), detection.BINDING_API_VERSION)
-        policy = detection.choose_policy(template, policies, cluster_policies, detection.claim_of(existing))
-        if policy is None:
-            return _unclaim(bindings, existing)
-        desired = detection.desired_binding(template, policy, existing)
-        if self.default_toleration_seconds is not None:
-            _add_default_tolerations(desired, *self.default_toleration_seconds)
-        if existing is None:
-            return _create(bindings, desired)
-        if not detection.binding_changed(existing, desired):
+        """One template's binding written in its own savepoint (after a batch write failed)."""
+        action = self._plan(template, existing, policies, cluster_policies)
+        if action is None:
             return 0
-        desired["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
-        bindings.replace(desired)
+        bindings = _bindings(session, action.binding)
+        if action.verb == CREATE:
+            return _create(bindings, action.binding)
+        bindings.replace(action.binding)
         return 1
+
+
+CREATE, REPLACE = "create", "replace"
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """A binding to create, or to write over the stored one (``REPLACE``: its resourceVersion is the one
+    read)."""
+
+    verb: str
+    binding: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Planned:
+    item: claims.Claim
+    template: dict[str, Any]
+    existing: dict[str, Any] | None
+    action: Action
+
+
+def _write_batch(session: Session, planned: Sequence[Planned], rows: Mapping[str, ResourceBindingRow]) -> int:
+    """Every planned binding by one flush: new bindings inserted by the ORM's batch INSERT, rewritten ones
+    by ``bulkflush`` (one UPDATE per shape). A name taken by a binding no template of ours owns is left
+    alone, as ``_create`` does. Raises on any failure (the caller writes one by one instead)."""
+    creates = [p.action.binding for p in planned if p.action.verb == CREATE]
+    taken = _taken_names(session, creates)
+    written = 0
+    for binding in creates:
+        meta = binding["metadata"]
+        if (meta.get("namespace") or "", meta["name"]) in taken:
+            _say_taken(meta)
+            continue
+        _bindings(session, binding).create_pending(binding)
+        written += 1
+    replaced: list[ResourceBindingRow] = []
+    with bulkflush.deferred_children(session) as children:
+        for p in planned:
+            if p.action.verb != REPLACE:
+                continue
+            row = rows[p.template["metadata"]["uid"]]
+            if _bindings(session, p.action.binding).replace_loaded(row, split(p.action.binding), flush=False):
+                replaced.append(row)
+    bulkflush.flush_rows(session, replaced, children)
+    session.flush()
+    return written + len(replaced)
+
+
+def _taken_names(session: Session, bindings: Sequence[Mapping[str, Any]]) -> set[tuple[str, str]]:
+    """The (namespace, name) of these bindings that some binding holds already (one query)."""
+    keys = sorted({(b["metadata"].get("namespace") or "", b["metadata"]["name"]) for b in bindings})
+    if not keys:
+        return set()
+    b = ResourceBindingRow
+    statement = select(b.namespace, b.name).where(tuple_(b.namespace, b.name).in_(keys))
+    return {(str(namespace), str(name)) for namespace, name in session.execute(statement)}
 
 
 def queue_templates_for_policy(session: Session, policy: Mapping[str, Any]) -> None:
@@ -220,29 +317,38 @@ def _all(session: Session, kind: str) -> list[dict[str, Any]]:
 def _create(bindings: ObjectRepository, desired: dict[str, Any]) -> int:
     meta = desired["metadata"]
     if bindings.get(meta.get("namespace"), meta["name"]) is not None:
-        # A binding of that name that belongs to no template of ours (made by hand): leave it alone.
-        log.warning(
-            "binding %s/%s exists for another resource; not taking it over",
-            meta.get("namespace", ""),
-            meta["name"],
-        )
+        _say_taken(meta)
         return 0
     bindings.create(desired)
     return 1
+
+
+def _say_taken(meta: Mapping[str, Any]) -> None:
+    # A binding of that name that belongs to no template of ours (made by hand): leave it alone.
+    log.warning(
+        "binding %s/%s exists for another resource; not taking it over",
+        meta.get("namespace", ""),
+        meta["name"],
+    )
+
+
+def _bindings(session: Session, binding: Mapping[str, Any]) -> ObjectRepository:
+    namespace = binding["metadata"].get("namespace") or ""
+    return ObjectRepository(session, _binding_kind(namespace), detection.BINDING_API_VERSION)
 
 
 def _binding_kind(namespace: str) -> str:
     return "ResourceBinding" if namespace else "ClusterResourceBinding"
 
 
-def _unclaim(bindings: ObjectRepository, existing: dict[str, Any] | None) -> int:
+def _unclaimed(existing: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The binding without its policy's claim labels (a template no policy matches keeps its binding but
+    loses the claim), or None when it has none to lose."""
     if existing is None or detection.claim_of(existing) is None:
-        return 0
+        return None
     labels = {
         k: v
         for k, v in (existing["metadata"].get("labels") or {}).items()
         if k not in detection.POLICY_LABELS
     }
-    existing["metadata"]["labels"] = labels
-    bindings.replace(existing)
-    return 1
+    return {**existing, "metadata": {**existing["metadata"], "labels": labels}}

@@ -139,10 +139,14 @@ class BindingRepository:
 
     def for_templates(self, template_uids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """Template uid → its binding, for these templates (one query; templates without one are absent)."""
+        return {uid: join(row) for uid, row in self.rows_for_templates(template_uids).items()}
+
+    def rows_for_templates(self, template_uids: Sequence[str]) -> dict[str, ResourceBindingRow]:
+        """``for_templates`` as loaded rows, for a batch writer."""
         if not template_uids:
             return {}
         statement = select(ResourceBindingRow).where(ResourceBindingRow.template_uid.in_(list(template_uids)))
-        return {str(row.template_uid): join(row) for row in self.session.scalars(statement)}
+        return {str(row.template_uid): row for row in self.session.scalars(statement)}
 
     def changed_since(self, since: datetime | None) -> list[tuple[int, datetime]]:
         """(id, updated_at) of bindings written after ``since`` (every binding when None)."""
