@@ -12,7 +12,8 @@ Invariants:
 - Postgres sessions carry ``statement_timeout`` and ``lock_timeout`` and connections a ``connect_timeout``
   (``Timeouts``), so a stuck statement or an unreachable server fails the unit of work instead of hanging a
   controller or an API worker for good.
-- Postgres always goes through psycopg 3 (``postgresql+psycopg://``), whatever the URL spelled.
+- Postgres always goes through psycopg 3 (``postgresql+psycopg://``), whatever the URL spelled. A pooled
+  connection is pinged only when it sat idle (``IDLE_PING_SECONDS``), not before every transaction.
 - Repositories never commit; ``UnitOfWork`` is the only place a transaction ends: commit when the block
   succeeds, rollback when it raises.
 - Files are private: a directory the store creates is 0700, the SQLite file 0600 (created so before SQLite
@@ -28,6 +29,7 @@ import logging
 import math
 import os
 import stat
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -36,7 +38,7 @@ from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import DisconnectionError, SQLAlchemyError
 from sqlalchemy.orm import ORMExecuteState, Session, sessionmaker
 
 from federation.store import jsoncodec
@@ -96,7 +98,37 @@ def make_engine(url: str, timeouts: Timeouts | None = None, **kwargs: Any) -> En
         return _sqlite_engine(url, parsed.database, timeouts, **kwargs)
     # The caller's connect_args win over ours (a test that wants a one-second connect timeout).
     kwargs["connect_args"] = {**timeouts.postgres_connect_args(), **kwargs.get("connect_args", {})}
-    return create_engine(url, pool_pre_ping=True, **_json_codec(kwargs))
+    engine = create_engine(url, **_json_codec(kwargs))
+    _ping_after_idle(engine, IDLE_PING_SECONDS)
+    return engine
+
+
+# A pooled connection idle this long is pinged before use (a server restart or a dropped link meanwhile);
+# one in steady use is not: ``pool_pre_ping`` cost a round trip per transaction.
+IDLE_PING_SECONDS = 2.0
+_CHECKED_IN_AT = "federation.checked_in_at"
+
+
+def _ping_after_idle(engine: Engine, idle_seconds: float) -> None:
+    """SQLAlchemy's pessimistic disconnect handling, for connections that sat idle only: a failed ping
+    raises ``DisconnectionError``, on which the pool drops the connection and checks out another. A
+    connection that broke while in steady use fails its statement instead, and the pool, seeing a
+    disconnect, replaces every connection it held (the unit of work fails; the next one reconnects)."""
+
+    def checked_in(_dbapi_connection: Any, record: Any) -> None:
+        record.info[_CHECKED_IN_AT] = time.monotonic()
+
+    def checked_out(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        since = record.info.get(_CHECKED_IN_AT)
+        if since is None or time.monotonic() - since < idle_seconds:
+            return
+        try:
+            engine.dialect.do_ping(dbapi_connection)
+        except Exception as exc:
+            raise DisconnectionError(f"an idle pooled connection failed its ping: {exc}") from exc
+
+    event.listen(engine, "checkin", checked_in)
+    event.listen(engine, "checkout", checked_out)
 
 
 def _json_codec(kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -107,7 +139,7 @@ def _json_codec(kwargs: dict[str, Any]) -> dict[str, Any]:
 def _sqlite_engine(url: str, database: str | None, timeouts: Timeouts, **kwargs: Any) -> Engine:
     if database and database != ":memory:" and not database.startswith("file:"):
         _private_database_file(Path(database).expanduser())
-    engine = create_engine(url, pool_pre_ping=True, **_json_codec(kwargs))
+    engine = create_engine(url, **_json_codec(kwargs))  # a local file: no connection goes stale
     busy_ms = _ms(timeouts.sqlite_busy_seconds)
     event.listen(engine, "connect", lambda conn, record: _configure_sqlite(conn, busy_ms))
     event.listen(engine, "savepoint", _begin_before_savepoint)
