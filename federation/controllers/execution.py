@@ -30,11 +30,13 @@ database) leaves the watermarks in place so the next pass sees the same bindings
 from __future__ import annotations
 
 import functools
+import hashlib
 import logging
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
@@ -330,11 +332,16 @@ def apply_plan(
 
 
 def _versions(binding: Mapping[str, Any], template: Mapping[str, Any] | None) -> tuple[str, str, str]:
-    """What a binding's Works are rendered from, as versions: the binding (uid, resourceVersion) and its
-    template's resourceVersion."""
+    """What a binding's Works are rendered from, as versions: the binding (its uid and a digest of its
+    labels and spec, all rendering reads of it besides its name) and its template's resourceVersion.
+
+    Not the binding's resourceVersion: status writes (binding status aggregates every Work status change)
+    move it and show the binding in the feed, but change nothing its Works are rendered from; they cost
+    the feed's read of the binding, not a render."""
     meta = binding["metadata"]
     template_version = "" if template is None else str(template["metadata"].get("resourceVersion"))
-    return str(meta.get("uid")), str(meta.get("resourceVersion")), template_version
+    content = orjson.dumps([meta.get("labels") or {}, binding.get("spec") or {}], option=orjson.OPT_SORT_KEYS)
+    return str(meta.get("uid")), hashlib.blake2b(content, digest_size=16).hexdigest(), template_version
 
 
 def _binding_views(session: Session, ids: Sequence[int]) -> dict[int, dict[str, Any]]:

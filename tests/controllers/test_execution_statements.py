@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from federation.store.bindings import BindingRepository
 from federation.store.works import WorkRepository
 from tests.controllers.test_execution_support import Harness, count_writes, harness, nginx
 from tests.store.support import count_statements
@@ -127,3 +128,21 @@ def test_moving_a_batch_off_clusters_is_a_fixed_number_of_statements(harness: Ha
     assert deleting == sorted(
         (f"karmada-es-{cluster}", cluster != "member1") for cluster in CLUSTERS for _ in range(count)
     )
+
+
+@pytest.mark.parametrize("count", [1, 8])
+def test_a_status_write_of_a_batch_is_read_but_not_rendered(harness: Harness, count: int) -> None:
+    """Binding status writes every binding's status many times over its life: each shows the binding in the
+    feed, but nothing its Works are rendered from changed: the binding and template reads, no Work read."""
+    bindings = _setup(harness, count)
+    harness.execution.reconcile()
+    for binding in bindings:
+        meta = binding["metadata"]
+        with harness.uow() as session:
+            objects = BindingRepository(session).objects(meta["namespace"])
+            objects.update_status(meta["namespace"], meta["name"], {"conditions": [{"type": "FullyApplied"}]})
+    with count_writes(harness.engine) as writes, count_statements(harness.engine) as log:
+        outcome = harness.execution.reconcile()
+    assert writes == [] and outcome.processed == 0
+    assert _reads_of(log.statements, "works") == 1  # the orphan scan alone
+    assert log.count == PER_PASS + 2, "\n".join(log.statements)  # the bindings and their templates
