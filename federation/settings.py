@@ -79,6 +79,11 @@ class ApiSettings(Section):
     watch_poll_seconds: float = Field(0.2, gt=0)
     watch_timeout_seconds: float = Field(1800.0, gt=0)
     watch_bookmark_seconds: float = Field(60.0, gt=0)
+    # A token that authenticated is not looked up again for this long (``store.tokens.TokenCache``): expiry
+    # is still checked on every request and a revocation made in this process applies at once, but one made
+    # elsewhere (``federation token revoke``, another replica) applies within this many seconds. 0: every
+    # request looks its token up.
+    token_cache_seconds: float = Field(5.0, ge=0)
 
     @model_validator(mode="after")
     def _tls_files_together(self) -> ApiSettings:

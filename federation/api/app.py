@@ -126,6 +126,7 @@ def _discovery(ctx: ApiContext, target: DiscoveryPath, method: str) -> Any:
     with ctx.uow() as session:
         registered = (*kinds.all_kinds(), *kinds.alias_kinds(), *crds.served_kinds(session))
         served = discovery.Served(registered, read_only=events.EVENT_KINDS)
+    ctx.outage.recovered()
     if target.group is None:
         return served.api_group_list()
     document = (
@@ -173,6 +174,8 @@ def _dispatch_once(ctx: ApiContext, request: Request, target: ObjectPath, body: 
         table = tables.requested_version(request.headers.get("accept")) if method == "GET" else None
         if table is not None and isinstance(result, dict):
             result = tables.as_table(session, info, result, table, request.query_params.get("includeObject"))
+    # The token may have come from the cache: this unit of work is the request's proof the database answers.
+    ctx.outage.recovered()
     if wrote:
         # Controllers watch Karmada kinds by name and resource templates as one kind, whatever theirs.
         ctx.notify(info.kind if kinds.is_federation_kind(info) else TEMPLATE_NOTIFY_KIND)

@@ -3,12 +3,17 @@
 Its own module so the app factory and the feature modules it registers (join, agent, plan, ...) both
 import it without importing each other: `app` imports `extensions`, which imports the feature modules,
 which import this.
+
+Who is calling: the Bearer token, looked up in the database unless the process's ``TokenCache`` holds it
+(``api.token_cache_seconds``; expiry is checked on every request, revocation bounds in ``store.tokens``).
+Only a lookup that reached the database tells the outage tracker the database answers.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 from fastapi import Request
 from prometheus_client import CollectorRegistry
@@ -20,7 +25,7 @@ from federation.api.status import unauthorized
 from federation.settings import Settings
 from federation.store.crypto import SecretBox
 from federation.store.db import UnitOfWork
-from federation.store.tokens import TokenRepository
+from federation.store.tokens import Token, TokenCache, TokenRepository
 
 Notify = Callable[[str], None]
 
@@ -38,6 +43,11 @@ class ApiContext:
     outage: DatabaseOutage = field(default_factory=DatabaseOutage)
     # True once the server is shutting down: open watches end, so a graceful stop does not wait on them.
     stopping: Callable[[], bool] = field(default=lambda: False)
+    # The tokens that authenticated lately (``settings.api.token_cache_seconds``).
+    tokens: TokenCache = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.tokens = TokenCache(timedelta(seconds=self.settings.api.token_cache_seconds))
 
 
 def authenticate(ctx: ApiContext, request: Request) -> Principal:
@@ -45,9 +55,14 @@ def authenticate(ctx: ApiContext, request: Request) -> Principal:
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise unauthorized("a Bearer token is required (Authorization: Bearer <token>)")
-    with ctx.uow() as session:
-        found = TokenRepository(session).authenticate(token.strip())
-    ctx.outage.recovered()  # every authenticated route passes here: the first success ends an outage
+    found = ctx.tokens.authenticate(token.strip(), lambda plaintext: _look_up(ctx, plaintext))
     if found is None:
         raise unauthorized("the token is not valid")
     return Principal(name=found.name, role=found.role, cluster=found.cluster_name)
+
+
+def _look_up(ctx: ApiContext, plaintext: str) -> Token | None:
+    with ctx.uow() as session:
+        found = TokenRepository(session, clock=ctx.tokens.clock).authenticate(plaintext)
+    ctx.outage.recovered()  # a round trip that succeeded: the first one ends an outage
+    return found

@@ -14,6 +14,8 @@ Invariants:
   the fields it changed), as kube-apiserver does, so a later server-side apply knows who owns what; the
   managedFields a body carries are not taken (`patch` computes an apply's own).
 - Every write is one unit of work; a controller is notified only after the commit.
+- A request reads its object's row once: a create reads nothing (the store's unique key answers
+  AlreadyExists), a replace or a patch hands the row it read (``Read``) to the write that follows.
 - Secrets a kind carries (member credentials) never appear in an answer.
 - An alias path (``kinds.by_alias_path``) serves its registered kind; an alias manifest (a WorkloadRebalancer
   spelled ``policy.karmada.io/v1alpha1``, ``spec.workload``/``workloadList``) is converted to Karmada's form
@@ -35,8 +37,9 @@ from federation.model.kinds import KindInfo
 from federation.model.rebalancer import canonical_form
 from federation.model.validation import validate_object
 from federation.store.errors import AlreadyExists, Conflict, NotFound
-from federation.store.manifest import format_timestamp
+from federation.store.manifest import format_timestamp, join
 from federation.store.repository import ObjectRepository
+from federation.store.tables import ObjectMixin
 
 Body = dict[str, Any]
 
@@ -80,11 +83,27 @@ def repository(session: Any, info: KindInfo) -> ObjectRepository:
     return ObjectRepository(session, info.kind, info.api_version)
 
 
-def get_object(session: Any, req: Request) -> Body:
-    found = repository(session, req.info).get(req.path.namespace, req.path.name or "")
-    if found is None:
+@dataclass(frozen=True, slots=True)
+class Read:
+    """What this unit of work read of the object at a path: its row, None when there is none. A write that
+    follows in the same unit of work takes it (``current=``) instead of reading the row again."""
+
+    row: ObjectMixin | None
+
+
+def read(session: Any, req: Request) -> Read:
+    return Read(repository(session, req.info).find_row(req.path.namespace or "", req.path.name or ""))
+
+
+def existing(req: Request, current: Read) -> Body:
+    """The object ``current`` holds; 404 when there was none."""
+    if current.row is None:
         raise not_found(req.info.resource, req.path.name or "")
-    return found
+    return join(current.row)
+
+
+def get_object(session: Any, req: Request) -> Body:
+    return existing(req, read(session, req))
 
 
 def list_objects(
@@ -199,19 +218,20 @@ def create_object(session: Any, req: Request) -> Body:
         ) from exc
 
 
-def replace_object(session: Any, req: Request) -> tuple[Body, bool]:
-    """Create-or-replace; returns the object and whether it was created."""
+def replace_object(session: Any, req: Request, current: Read | None = None) -> tuple[Body, bool]:
+    """Create-or-replace; returns the object and whether it was created. ``current``: the object as this
+    unit of work already read it (None: read it here, after the body passed validation)."""
     name = req.path.name or ""
     body = checked_body(req, for_name=name)
     body.pop("status", None)
     repo = repository(session, req.info)
-    old = repo.get(req.path.namespace, name)
-    _record_manager(session, req, old, body)
-    if old is None:
+    row = (current or read(session, req)).row
+    _record_manager(session, req, None if row is None else join(row), body)
+    if row is None:
         body["metadata"].pop("resourceVersion", None)
         return repo.create(body), True
     try:
-        return repo.replace(body), False
+        return repo.replace(body, current=row), False
     except Conflict as exc:
         raise _conflict(req, name) from exc
 
@@ -227,7 +247,8 @@ def _record_manager(session: Any, req: Request, old: Body | None, body: Body) ->
         body["metadata"].pop("managedFields", None)
 
 
-def replace_status(session: Any, req: Request) -> Body:
+def replace_status(session: Any, req: Request, current: Read | None = None) -> Body:
+    """Write the status only. ``current`` as for ``replace_object``."""
     name = req.path.name or ""
     if not isinstance(req.body, dict) or not isinstance(req.body.get("status", {}), dict):
         raise bad_request("the request body must be an object with a status object")
@@ -235,9 +256,12 @@ def replace_status(session: Any, req: Request) -> Body:
     if not isinstance(meta, dict):
         raise bad_request("metadata must be an object")
     expected = resource_version(meta.get("resourceVersion"), "metadata.resourceVersion")
+    row = None if current is None else current.row
+    if current is not None and row is None:
+        raise not_found(req.info.resource, name)
     try:
         return repository(session, req.info).update_status(
-            req.path.namespace, name, req.body.get("status") or {}, expected_rv=expected
+            req.path.namespace, name, req.body.get("status") or {}, expected_rv=expected, current=row
         )
     except NotFound as exc:
         raise not_found(req.info.resource, name) from exc

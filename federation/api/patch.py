@@ -76,15 +76,18 @@ def patched(live: Body, info: KindInfo, content_type: str, document: Any) -> Bod
 
 def patch_object(session: Any, req: objects.Request, options: WriteOptions) -> Body:
     check_patch_type(req.info, options.content_type)
-    new = patched(objects.get_object(session, req), req.info, options.content_type, req.body)
-    result, _ = objects.replace_object(session, dataclasses.replace(req, body=new, manager=options.manager))
+    current = objects.read(session, req)
+    new = patched(objects.existing(req, current), req.info, options.content_type, req.body)
+    patched_req = dataclasses.replace(req, body=new, manager=options.manager)
+    result, _ = objects.replace_object(session, patched_req, current)
     return result
 
 
 def patch_status(session: Any, req: objects.Request, options: WriteOptions) -> Body:
     check_patch_type(req.info, options.content_type, _STATUS_TYPES)
-    new = patched(objects.get_object(session, req), req.info, options.content_type, req.body)
-    return objects.replace_status(session, dataclasses.replace(req, body=new))
+    current = objects.read(session, req)
+    new = patched(objects.existing(req, current), req.info, options.content_type, req.body)
+    return objects.replace_status(session, dataclasses.replace(req, body=new), current)
 
 
 def apply(session: Any, req: objects.Request, options: WriteOptions) -> tuple[Body, int]:
@@ -96,7 +99,8 @@ def apply(session: Any, req: objects.Request, options: WriteOptions) -> tuple[Bo
     config = objects.identified(req, req.body, for_name=name)
     expected = objects.resource_version(config["metadata"].get("resourceVersion"), "metadata.resourceVersion")
     repo = objects.repository(session, req.info)
-    live = repo.get(req.path.namespace, name)
+    current = objects.read(session, req)
+    live = None if current.row is None else objects.existing(req, current)
     if expected is not None and (live is None or live["metadata"]["resourceVersion"] != expected):
         raise conflict(req.info.resource, name)
     now = format_timestamp(repo.clock())
@@ -108,5 +112,6 @@ def apply(session: Any, req: objects.Request, options: WriteOptions) -> tuple[Bo
         raise StatusError(409, "Conflict", exc.message, req.info.resource, name, exc.causes()) from exc
     if live is not None and merged == live:
         return live, 200  # nothing changed: nothing to write, the resourceVersion stays
-    result, created = objects.replace_object(session, dataclasses.replace(req, body=merged, manager=None))
+    applied = dataclasses.replace(req, body=merged, manager=None)
+    result, created = objects.replace_object(session, applied, current)
     return result, 201 if created else 200

@@ -37,7 +37,8 @@ def serve(session: Any, req: objects.Request, method: str, options: WriteOptions
     if not has_scale(req.info) or not name:
         raise not_found(f"{req.info.resource}/scale", name)
     template = objects.Request(dataclasses.replace(req.path, subresource=None), req.info)
-    live = objects.get_object(session, template)
+    current = objects.read(session, template)
+    live = objects.existing(template, current)
     if method == "GET":
         return scale_of(live), 200
     if method == "PUT":
@@ -50,7 +51,7 @@ def serve(session: Any, req: objects.Request, method: str, options: WriteOptions
         raise method_not_allowed(f"{method} is not supported on the scale subresource")
     updated = _with_replicas(live, _replicas(desired, name), _resource_version(desired))
     result, _ = objects.replace_object(
-        session, dataclasses.replace(template, body=updated, manager=options.manager)
+        session, dataclasses.replace(template, body=updated, manager=options.manager), current
     )
     return scale_of(result), 200
 

@@ -254,7 +254,7 @@ def _token_row(token: Token, now: datetime) -> list[str]:
 @database_option
 @pass_cli
 def token_revoke_command(cli: CliContext, name: str, data_dir: str | None, database_url: str | None) -> None:
-    """Revoke the token NAME: it stops working at once (every request looks its token up)."""
+    """Revoke the token NAME: running servers refuse it within api.token_cache_seconds (5 s by default)."""
     uow = _token_store(cli, data_dir, database_url)
     try:
         with uow() as session:

@@ -10,6 +10,12 @@ Invariants:
 - ``replace`` keeps ``status``, ``uid`` and ``creationTimestamp``; status is written only by
   ``update_status``.
 - Lists are ordered by (namespace, name) and paged by keyset (see ``pagination``).
+- ``create`` reads nothing first: the table's unique key on the object's name is the existence check, so
+  a taken name fails the INSERT and is ``AlreadyExists`` (only that key's violation: any other integrity
+  error stays what it is). The flush has failed then, so the transaction is lost, as after any failed
+  write: the caller rolls back (the API answers 409 and rolls back anyway).
+- A caller that loaded a row (``find_row``) and writes it next hands it back (``replace``'s ``current``),
+  so a read-modify-write reads the row once.
 - Never commits; flushes so errors surface inside the call that caused them.
 """
 
@@ -21,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, or_, select
+from sqlalchemy import ColumnElement, UniqueConstraint, and_, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.exc import StaleDataError
@@ -31,7 +37,7 @@ from federation.store import changelog, dependents, derive, pagination
 from federation.store.errors import AlreadyExists, Conflict, NotFound
 from federation.store.kinds import table_for
 from federation.store.manifest import Parts, generation_content, join, split
-from federation.store.tables import ObjectMixin
+from federation.store.tables import ObjectMixin, table_of
 from federation.store.types import utcnow
 
 Selector = Callable[[dict[str, str]], bool]
@@ -116,7 +122,8 @@ class ObjectRepository:
         return builtins.list(self.session.scalars(statement))
 
     def find_row(self, namespace: str, name: str) -> ObjectMixin | None:
-        """The ORM row (for typed repositories in this package); callers outside use ``get``."""
+        """The ORM row: for typed repositories in this package, and for a caller that reads an object and
+        then writes it (``replace(..., current=row)``); other callers use ``get``."""
         statement = select(self.table).where(*self._scope(namespace), self.table.name == name)
         return self.session.scalars(statement).one_or_none()
 
@@ -139,10 +146,10 @@ class ObjectRepository:
     # -- writes ----------------------------------------------------------------------------------------
 
     def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+        """Insert the object; ``AlreadyExists`` when its name is taken (from the INSERT itself: no SELECT
+        first, see the module docstring)."""
         parts = split(obj)
         self._check_kind(parts)
-        if self.find_row(parts.namespace, parts.name) is not None:
-            raise AlreadyExists(self.kind, parts.namespace, parts.name)
         row = self._new_row(parts)
         derive.refresh(self.session, row, old_spec=None, created=True)
         self.session.add(row)
@@ -182,11 +189,14 @@ class ObjectRepository:
             updated_at=now,
         )
 
-    def replace(self, obj: Mapping[str, Any]) -> dict[str, Any]:
-        """Replace labels, annotations, metadata and body; ``status`` and server metadata are kept."""
+    def replace(self, obj: Mapping[str, Any], *, current: ObjectMixin | None = None) -> dict[str, Any]:
+        """Replace labels, annotations, metadata and body; ``status`` and server metadata are kept.
+
+        ``current``: the object's row, as this session's ``find_row`` returned it (spares reading it again).
+        """
         parts = split(obj)
         self._check_kind(parts)
-        row = self.require_row(parts.namespace, parts.name)
+        row = current if current is not None else self.require_row(parts.namespace, parts.name)
         self.replace_loaded(row, parts)
         return join(row)
 
@@ -210,10 +220,16 @@ class ObjectRepository:
         return True
 
     def update_status(
-        self, namespace: str | None, name: str, status: Any, expected_rv: str | int | None = None
+        self,
+        namespace: str | None,
+        name: str,
+        status: Any,
+        expected_rv: str | int | None = None,
+        *,
+        current: ObjectMixin | None = None,
     ) -> dict[str, Any]:
-        """Write ``status`` only; never bumps ``generation``."""
-        row = self.require_row(namespace or "", name)
+        """Write ``status`` only; never bumps ``generation``. ``current`` as for ``replace``."""
+        row = current if current is not None else self.require_row(namespace or "", name)
         self._check_version(row, None if expected_rv is None else str(expected_rv))
         self.update_status_loaded(row, status)
         return join(row)
@@ -262,7 +278,7 @@ class ObjectRepository:
         except StaleDataError as exc:
             raise Conflict(self.kind, namespace, name) from exc
         except IntegrityError as exc:
-            if creating:  # lost a race with a concurrent create of the same name
+            if creating and _violates(exc, _name_key(type(row))):  # the name is taken (module docstring)
                 raise AlreadyExists(self.kind, namespace, name) from exc
             raise
 
@@ -280,6 +296,25 @@ def manifests_by_id(
         return {}
     statement = select(table).where(table.id.in_(list(ids))).order_by(table.id)
     return {row.id: join(row) for row in session.scalars(statement)}
+
+
+def _name_key(model: type[ObjectMixin]) -> UniqueConstraint:
+    """The table's unique key on the object's identity (``name`` with namespace, and kind where shared)."""
+    table = table_of(model)
+    for constraint in table.constraints:
+        if isinstance(constraint, UniqueConstraint) and "name" in constraint.columns:
+            return constraint
+    raise AssertionError(f"{table.name} has no unique key on name")
+
+
+def _violates(exc: IntegrityError, key: UniqueConstraint) -> bool:
+    """Whether ``exc`` is a violation of ``key``: Postgres names the constraint; SQLite names its columns
+    (``UNIQUE constraint failed: t.a, t.b``)."""
+    diag = getattr(exc.orig, "diag", None)
+    if diag is not None:
+        return bool(diag.constraint_name == key.name)
+    columns = ", ".join(f"{column.table.name}.{column.name}" for column in key.columns)
+    return str(exc.orig) == f"UNIQUE constraint failed: {columns}"
 
 
 def _selected(row: ObjectMixin, selector: Selector | None) -> bool:

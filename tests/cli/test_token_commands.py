@@ -79,7 +79,9 @@ def test_revoke_removes_the_token_and_an_unknown_name_is_one_line(tmp_path: Path
     assert again.output.strip() == "Error: no token named 'ci' (see `federation token list`)"
 
 
-def test_a_running_server_refuses_revoked_and_expired_tokens_at_once(server: RunningServer) -> None:
+def test_a_running_server_refuses_a_token_revoked_in_its_process_at_once(server: RunningServer) -> None:
+    """The CLI runs in the server's process here, so the revocation evicts the server's cached token at
+    once; one made by another process takes effect within ``api.token_cache_seconds`` (``test_token_cache``)."""
     data = Path(server.process.settings.data_dir)
     viewer = run(data, "token", "create", "--role", "viewer", "--name", "v").output.strip()
     with server.client(viewer) as http:
