@@ -206,15 +206,17 @@ def create_object(session: Any, req: Request) -> Body:
     meta = body["metadata"]
     meta.pop("resourceVersion", None)
     _record_manager(session, req, None, body)
+    return _create(session, req, body)
+
+
+def _create(session: Any, req: Request, body: Body) -> Body:
+    """Insert ``body``; a taken name (the table's unique key) is Kubernetes' 409 AlreadyExists."""
     try:
         return repository(session, req.info).create(body)
     except AlreadyExists as exc:
+        name = body["metadata"].get("name")
         raise StatusError(
-            409,
-            "AlreadyExists",
-            f'{req.info.resource} "{meta.get("name")}" already exists',
-            req.info.resource,
-            meta.get("name"),
+            409, "AlreadyExists", f'{req.info.resource} "{name}" already exists', req.info.resource, name
         ) from exc
 
 
@@ -228,8 +230,9 @@ def replace_object(session: Any, req: Request, current: Read | None = None) -> t
     row = (current or read(session, req)).row
     _record_manager(session, req, None if row is None else join(row), body)
     if row is None:
+        # A concurrent create can take the name after the read: the same 409 a POST gets, not a 500.
         body["metadata"].pop("resourceVersion", None)
-        return repo.create(body), True
+        return _create(session, req, body), True
     try:
         return repo.replace(body, current=row), False
     except Conflict as exc:

@@ -215,3 +215,21 @@ def test_replace_patch_read_and_delete_read_the_row_once(api: Api) -> None:
         NEXT_REVISION,
         "INSERT change_log",
     ]
+
+
+def test_a_put_that_creates_and_loses_the_race_for_the_name_is_409(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The row read found nothing, then a concurrent create took the name before the INSERT: Kubernetes'
+    409 AlreadyExists, the winner's object untouched."""
+    from federation.api import objects
+
+    first = api.http.post(DEPLOYMENTS, json=m.DEPLOYMENT).json()
+    monkeypatch.setattr(objects, "read", lambda session, req: objects.Read(None))  # read before the winner
+    other = copy.deepcopy(m.DEPLOYMENT)
+    other["spec"]["replicas"] = 7
+    lost = api.http.put(f"{DEPLOYMENTS}/nginx", json=other)
+    assert lost.status_code == 409, lost.text
+    assert lost.json()["reason"] == "AlreadyExists"
+    monkeypatch.undo()
+    assert api.http.get(f"{DEPLOYMENTS}/nginx").json() == first
