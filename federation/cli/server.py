@@ -136,7 +136,10 @@ class ServerProcess:
         private_directory(self.settings.data_dir)  # the kubeconfig and the CA's key live there too
         migrate.upgrade(url)
         box = secret_box(self.settings)
-        engine = make_engine(url, database_timeouts(self.settings))
+        pool = self.settings.database
+        engine = make_engine(
+            url, database_timeouts(self.settings), pool_size=pool.pool_size, max_overflow=pool.max_overflow
+        )
         uow = UnitOfWork.for_engine(engine, box)
         try:
             verify_key(uow, box, key_source(self.settings))
