@@ -3,8 +3,9 @@
 Invariants:
 - ``JSONType`` is JSONB on Postgres (indexable, compact) and JSON text on SQLite; Python sees dicts/lists.
 - ``JSONRecord`` is JSON text on both: for large write-mostly documents that SQL never looks inside (a
-  scheduling decision's per-cluster explanation). Postgres stores ``json`` as the text it was given, ~4x
-  cheaper to write than ``jsonb``, which parses and re-encodes it.
+  scheduling decision's per-cluster explanation, a change-log event's object). Postgres stores ``json`` as
+  the text it was given, cheaper to write than ``jsonb``, which parses and re-encodes it (~4x for a
+  decision's explanation, ~1.5x for an event's object).
 - ``UTCDateTime`` accepts only timezone-aware datetimes and always returns timezone-aware UTC ones.
   Postgres stores ``timestamptz``; SQLite stores naive UTC text, whose lexical order is chronological
   because SQLAlchemy always renders the same fixed-width format, so ``<=`` comparisons in SQL stay correct.

@@ -22,7 +22,7 @@ from sqlalchemy import Index, Integer, Sequence, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from federation.store.tables.base import NAME_LENGTH, Base, Revision
-from federation.store.types import JSONType, UTCDateTime
+from federation.store.types import JSONRecord, JSONType, UTCDateTime
 
 RESOURCE_VERSION_SEQUENCE = Sequence("resource_version_seq", metadata=Base.metadata)
 
@@ -53,6 +53,7 @@ class ChangeLogRow(Base):
     kind: Mapped[str] = mapped_column(String(NAME_LENGTH))
     namespace: Mapped[str] = mapped_column(String(NAME_LENGTH))
     name: Mapped[str] = mapped_column(String(NAME_LENGTH))
-    object: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    # Written for every write of every object and only ever read whole: stored as text (``JSONRecord``).
+    object: Mapped[dict[str, Any]] = mapped_column(JSONRecord)
     previous_labels: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
