@@ -17,6 +17,7 @@ Invariants:
   columns and logged as sealed.
 - Each tombstone's UPDATE checks the resourceVersion the summary was read at; a Work changed meanwhile
   (the SELECT or the UPDATE sees another version) raises ``Conflict``, as the ORM flush would.
+- Neither autoflushes: the caller's pending ORM rows stay for its own batch write (``bulkflush``).
 - Tombstoned Works are queued for sync: the deletion must reach the member. A tombstoned Work the session
   had loaded is expired (the UPDATE bypassed the ORM).
 """
@@ -69,6 +70,11 @@ def insert_new(session: Session, works: Sequence[tuple[Mapping[str, Any], int | 
     and revisions; the Works inserted. A duplicate name fails the statement (``IntegrityError``)."""
     if not works:
         return 0
+    with session.no_autoflush:  # an autoflush would write the caller's pending rows one by one
+        return _insert(session, works, now)
+
+
+def _insert(session: Session, works: Sequence[tuple[Mapping[str, Any], int | None]], now: datetime) -> int:
     rows = [_values(work, binding_id, now) for work, binding_id in works]
     # ``view`` reads a row's columns as attributes; the event shares the row's JSON values. No Secret comes
     # here, so the event is as stored already (``sealed``: nothing to seal).
@@ -116,6 +122,11 @@ def tombstone(session: Session, marked: Sequence[Tombstone], now: datetime) -> N
     and logged as MODIFIED at its own new revision; ``Conflict`` if one changed since it was summarised."""
     if not marked:
         return
+    with session.no_autoflush:  # an autoflush would write the caller's pending rows one by one
+        _tombstone(session, marked, now)
+
+
+def _tombstone(session: Session, marked: Sequence[Tombstone], now: datetime) -> None:
     stored = _stored_rows(session, marked)
     changes = [
         changelog.Change(changelog.MODIFIED, _tombstoned(stored[m.id], m), sealed=True) for m in marked

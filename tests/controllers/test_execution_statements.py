@@ -146,3 +146,25 @@ def test_a_status_write_of_a_batch_is_read_but_not_rendered(harness: Harness, co
     assert writes == [] and outcome.processed == 0
     assert _reads_of(log.statements, "works") == 1  # the orphan scan alone
     assert log.count == PER_PASS + 2, "\n".join(log.statements)  # the bindings and their templates
+
+
+@pytest.mark.parametrize("count", [1, 8])
+def test_a_batch_that_rewrites_and_creates_is_a_fixed_number_of_statements(
+    harness: Harness, count: int
+) -> None:
+    """New Works and rewritten ones in one batch (a failover: replicas spread onto another cluster): the
+    inserts must not flush the rewritten rows one by one before their batch UPDATE."""
+    bindings = []
+    for index in range(count):
+        template = harness.add_template(nginx(f"app{index}", replicas=6))
+        two = [{"name": "member1", "replicas": 3}, {"name": "member2", "replicas": 3}]
+        bindings.append(harness.add_binding(template, two))
+    harness.execution.reconcile()
+    for binding in bindings:
+        harness.edit_binding(binding, clusters=_placement([2, 2, 2]))  # member3's Work is new
+    with count_statements(harness.engine) as log:
+        outcome = harness.execution.reconcile()
+    assert outcome.processed == 3 * count
+    assert log.count == PER_PASS + PER_BATCH_READ + REWRITE + CREATE_LOG + WORK_INSERTS, "\n".join(
+        log.statements
+    )
