@@ -20,6 +20,11 @@ Invariants:
   under that lock: a probe never reads state its own pass is changing.
 - A probe that raises, or a SELECT that fails (the database is away), lets the pass run: it fails and
   says so as it would have without the gate.
+- The SELECT's shape (which probes it asks) varies with the reconcilers running and the probes that
+  answered without SQL: up to 2^n statements, each ~33 KB compiled. Only shapes asked while no probed
+  reconciler runs (what idle looks like), at most ``CACHED_SHAPES`` of them, go to the engine's compiled
+  cache; the others are compiled for their one use (~2 ms, while passes run anyway). Caching every
+  shape filled the engine-wide cache with them (MBs, evicting the controllers' own statements).
 """
 
 from __future__ import annotations
@@ -41,6 +46,8 @@ log = logging.getLogger(__name__)
 # A SQL probe is selected as a column; True/False need no query.
 Probe = bool | ColumnElement[bool]
 ProbeFn = Callable[[], Probe]
+# Shapes of the probes' SELECT kept in the engine's compiled cache (see the module doc).
+CACHED_SHAPES = 8
 
 
 class Probed(Protocol):
@@ -84,6 +91,7 @@ class IdleGate:
         self._must_run: set[str] = set(self._probes)  # woken, busy, or not run yet
         self._ended: dict[str, float] = {}
         self._verdicts: dict[str, _Verdict] = {}
+        self._cached_shapes: set[tuple[str, ...]] = set()  # SELECT shapes compiled into the engine's cache
         self.evaluations = 0  # SELECTs of probes run (a test's and an operator's view of the idle cost)
 
     @property
@@ -145,12 +153,28 @@ class IdleGate:
         if not asked:
             return {}
         columns = [probe.label(f"p{i}") for i, probe in enumerate(asked.values())]
+        options = {} if self._cacheable(tuple(asked)) else {"compiled_cache": None}
         try:
             with self._uow() as session:
-                row = session.execute(select(*columns)).one()
+                row = session.execute(select(*columns), execution_options=options).one()
         except Exception as exc:  # the passes will fail and log it in full
             log.warning("idle probes: %s; running the passes", type(exc).__name__)
             return dict.fromkeys(asked, True)
         finally:
             self.evaluations += 1
         return {name: bool(value) for name, value in zip(asked, row, strict=True)}
+
+    def _cacheable(self, shape: tuple[str, ...]) -> bool:
+        """Whether the SELECT asking ``shape`` may be kept compiled: a shape seen while no probed reconciler
+        runs, up to ``CACHED_SHAPES`` of them (the idle ticks' few); any other is compiled for one use."""
+        if shape in self._cached_shapes:
+            return True
+        if self._running & self._probes.keys() or len(self._cached_shapes) >= CACHED_SHAPES:
+            return False
+        self._cached_shapes.add(shape)
+        return True
+
+    @property
+    def cached_shapes(self) -> int:
+        """How many SELECT shapes this gate put in the engine's compiled cache (at most ``CACHED_SHAPES``)."""
+        return len(self._cached_shapes)

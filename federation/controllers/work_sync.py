@@ -20,7 +20,8 @@ Invariants:
   been failing (since `Applied` turned False, or since its tombstone), clamped to
   [retry_backoff_initial, retry_backoff_max]. Waits double: initial, initial, 2x, 4x, ...
 - A successful apply also records the manifest statuses the member returned, so replicas show up before
-  the next status collection (`work_status`).
+  the next status collection (`work_status`). They are taken from the member's answer as it arrives; the
+  answer itself (a whole member object, ~8 KB decoded) is not kept until the batch is recorded.
 """
 
 from __future__ import annotations
@@ -83,11 +84,12 @@ class SyncTask:
 
 @dataclass(frozen=True, slots=True)
 class SyncResult:
-    """What happened to one task; ``observed`` holds the member's copy of each applied manifest."""
+    """What happened to one task; ``statuses`` holds the manifest status of each applied manifest, from the
+    member's copy of it (``manifest_status``)."""
 
     task: SyncTask
     errors: tuple[str, ...] = ()
-    observed: tuple[dict[str, Any] | None, ...] = ()
+    statuses: tuple[dict[str, Any], ...] = ()
     succeeded: int = 0
 
     @property
@@ -341,10 +343,7 @@ class WorkSync:
             status["conditions"] = conditions.upsert(
                 status.get("conditions"), CONDITION_APPLIED, True, APPLIED_SUCCESSFUL, APPLIED_MESSAGE, now
             )
-            status["manifestStatuses"] = [
-                manifest_status(m, i, o)
-                for i, (m, o) in enumerate(zip(result.task.manifests, result.observed, strict=True))
-            ]
+            status["manifestStatuses"] = list(result.statuses)
         else:
             failing_since = conditions.false_since(status.get("conditions"), CONDITION_APPLIED)
             status["conditions"] = conditions.upsert(
@@ -419,20 +418,20 @@ def _sync_one(client: MemberClient, task: SyncTask) -> SyncResult:
 
 def _apply_to_member(client: MemberClient, task: SyncTask) -> SyncResult:
     errors: list[str] = []
-    observed: list[dict[str, Any] | None] = []
-    for manifest in task.manifests:
+    statuses: list[dict[str, Any]] = []
+    for ordinal, manifest in enumerate(task.manifests):
+        observed: dict[str, Any] | None = None
         try:
-            observed.append(client.apply(manifest))
+            observed = client.apply(manifest)
         except MemberError as err:
             if _cluster_level(err):
                 raise ClusterUnreachable(err) from err
             errors.append(str(err))
-            observed.append(None)
         except ValueError as err:  # a manifest the client refuses before sending it
             errors.append(str(err))
-            observed.append(None)
+        statuses.append(manifest_status(manifest, ordinal, observed))  # not the object: it is dropped here
     succeeded = len(task.manifests) - len(errors)
-    return SyncResult(task, errors=tuple(errors), observed=tuple(observed), succeeded=succeeded)
+    return SyncResult(task, errors=tuple(errors), statuses=tuple(statuses), succeeded=succeeded)
 
 
 def _cluster_level(err: MemberError) -> bool:

@@ -9,12 +9,16 @@ Invariants:
   are stripped from the manifest first, and a missing namespace is created once and the apply retried.
 - Resource names come from discovery (cached per group/version, refreshed on a miss); a kind the member
   does not advertise falls back to Kubernetes' plural guess, so objects of unlisted kinds still round-trip.
+- LISTs are paged (``LIST_PAGE`` objects, ``limit``/``continue`` as kubectl) and their pages handed over
+  one at a time (``visit_labelled``, the pods of ``resource_summary``): at most one page of a member's
+  objects is in memory (a decoded object is 6-9 KB), whatever the member holds.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import httpx
@@ -28,7 +32,7 @@ from federation.members.discovery import Discovery, enablements_from
 from federation.members.errors import KubeconfigError, MemberError
 from federation.members.kubeconfig import Kubeconfig, load_kubeconfig
 from federation.members.probe import ProbeResult, make_http_client, probe
-from federation.members.summary import ClusterSummary, summarize
+from federation.members.summary import ClusterSummary, PodTotals, summarize_totals
 
 FIELD_MANAGER = "federation"
 APPLY_CONTENT_TYPE = "application/apply-patch+yaml"
@@ -66,6 +70,10 @@ class MemberClient(Protocol):
 
     def list_labelled(self, api_version: str, kind: str, selector: str) -> list[dict[str, Any]]: ...
 
+    def visit_labelled(
+        self, api_version: str, kind: str, selector: str, visit: Callable[[list[dict[str, Any]]], None]
+    ) -> None: ...
+
     def close(self) -> None: ...
 
 
@@ -82,6 +90,7 @@ def _build_api_client(name: str, config: Kubeconfig) -> kubernetes.client.ApiCli
 
 
 LIST_PAGE = 500  # objects per LIST page (kubectl's chunk size)
+Visit = Callable[[list[dict[str, Any]]], None]  # takes one LIST page's items
 
 
 class KubernetesMemberClient:
@@ -172,9 +181,11 @@ class KubernetesMemberClient:
         return enablements_from(self._discovery.all_resource_lists())
 
     def resource_summary(self) -> ClusterSummary:
-        nodes = (self.request("GET", "/api/v1/nodes") or {}).get("items") or []
-        pods = (self.request("GET", "/api/v1/pods") or {}).get("items") or []
-        return summarize(nodes, pods)
+        nodes: list[dict[str, Any]] = []
+        self._visit_pages("/api/v1/nodes", [], nodes.extend)
+        pods = PodTotals()  # summed a page at a time: a member's pods are never all in memory
+        self._visit_pages("/api/v1/pods", [], pods.add)
+        return summarize_totals(nodes, pods)
 
     def apply(self, manifest: dict[str, Any]) -> dict[str, Any]:
         body = _applicable(manifest)
@@ -223,19 +234,29 @@ class KubernetesMemberClient:
     def list_labelled(self, api_version: str, kind: str, selector: str) -> list[dict[str, Any]]:
         """Every object of the kind, in all namespaces, that matches the label ``selector``: one LIST
         (paged by ``limit``/``continue`` as kube-apiserver pages), whatever the number of objects."""
+        items: list[dict[str, Any]] = []
+        self.visit_labelled(api_version, kind, selector, items.extend)
+        return items
+
+    def visit_labelled(self, api_version: str, kind: str, selector: str, visit: Visit) -> None:
+        """``list_labelled`` a page at a time: ``visit`` gets each page's items, and the page is dropped
+        before the next is read (what a caller that only matches or sums the objects needs)."""
         plural, _ = self._discovery.resolve(api_version, kind, None)
         prefix = f"/apis/{api_version}" if "/" in api_version else f"/api/{api_version}"
-        items: list[dict[str, Any]] = []
+        self._visit_pages(f"{prefix}/{plural}", [("labelSelector", selector)], visit)
+
+    def _visit_pages(self, path: str, query: list[tuple[str, str]], visit: Visit) -> None:
         token = ""
         while True:
-            query = [("labelSelector", selector), ("limit", str(LIST_PAGE))]
-            if token:
-                query.append(("continue", token))
-            page = self.request("GET", f"{prefix}/{plural}", query=query) or {}
-            items.extend(page.get("items") or [])
+            paging = [("limit", str(LIST_PAGE))] + ([("continue", token)] if token else [])
+            page = self.request("GET", path, query=[*query, *paging]) or {}
             token = str((page.get("metadata") or {}).get("continue") or "")
+            items = page.get("items") or []
+            del page
+            visit(items)
+            del items  # before the next page is read: one page in memory at a time
             if not token:
-                return items
+                return
 
     def close(self) -> None:
         self._http.close()
