@@ -108,6 +108,14 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--keep-logs", metavar="DIR", help="copy the servers' and members' logs here")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument(
+        "--heap-dir",
+        metavar="DIR",
+        help="measurement only: each server traces its allocations (tracemalloc) and leaves heap reports "
+        "here, before the writes and after the idle window (with VmRSS after glibc's malloc_trim); see "
+        "pipeline_bench/heap.py",
+    )
+    parser.add_argument("--heap-frames", type=int, default=1, help="tracemalloc frames with --heap-dir")
     args = parser.parse_args(argv)
     args.replicas = args.replicas or args.clusters
     args.namespaces = args.namespaces or max(1, args.bindings // 20)

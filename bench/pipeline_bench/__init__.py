@@ -11,4 +11,6 @@
 - ``cold_start``: when restarted servers are ready and back at the idle level
 - ``run``: the phases in order (set-up, timed pipeline, idle, cold start)
 - ``figures``: the JSON figures and the text report
+- ``heap``: with ``--heap-dir`` only (measurement): tracemalloc, heap reports (VmRSS, glibc's and pymalloc's
+  own accounts, object counts, RSS after ``malloc_trim``) before the writes and after the idle window
 """

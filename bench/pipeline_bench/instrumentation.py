@@ -130,7 +130,10 @@ class _TrackedReconciler:
         self.watches: frozenset[str] = inner.watches
 
     def reconcile(self) -> Any:
+        from . import heap
+
         cpu, wall = time.thread_time(), time.perf_counter()
+        memory = heap.PASSES.start() if heap.ENABLED else None
         processed: int | None = None
         try:
             with self._counters.phase(self.name):
@@ -138,6 +141,8 @@ class _TrackedReconciler:
             processed = int(outcome.processed)
             return outcome
         finally:
+            if memory is not None:
+                heap.PASSES.end(self.name, memory)
             self._counters.record_run(
                 self.name, processed, time.thread_time() - cpu, time.perf_counter() - wall
             )
@@ -175,6 +180,9 @@ def _labelled(method: Callable[..., Any], label: str, counters: ProcessCounters)
 
 def instrumented_serve() -> None:
     """``python -m federation`` (argv as given) with the counters installed; the subprocess entry point."""
+    from .heap import install_from_env
+
+    install_from_env()  # tracemalloc and heap reports on request, with --heap-dir only
     counters = ProcessCounters(Path(os.environ[COUNTS_ENV]))
     _install(counters)
     threading.Thread(target=counters.dump_every, args=(0.5,), name="bench-counters", daemon=True).start()

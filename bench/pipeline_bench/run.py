@@ -22,6 +22,7 @@ import httpx
 from .cold_start import ColdStart
 from .database import admin_connection, database_url, fresh_database, pgbench_tps
 from .figures import idle_figures, pipeline_figures
+from .heap import HEAP_DIR_ENV, HEAP_FRAMES_ENV
 from .members import Member
 from .metering import Meter, between
 from .processes import wait_for
@@ -65,6 +66,10 @@ class Bench:
     def start_servers(self) -> None:
         env = self.server_env()
         self.replicas = [Replica(self.workdir, i, env) for i in range(self.args.replicas_of_serve)]
+        if self.args.heap_dir:  # measurement only: tracemalloc and heap reports (``heap``)
+            for replica in self.replicas:
+                replica.env[HEAP_DIR_ENV] = str(Path(self.args.heap_dir).resolve() / f"serve{replica.index}")
+                replica.env[HEAP_FRAMES_ENV] = str(self.args.heap_frames)
         # The first migrates the database and creates the admin token; the others start on it.
         self.replicas[0].start()
         wait_for(self.replicas[0].ready, 120, "serve0 /readyz")
@@ -119,6 +124,7 @@ class Bench:
         bodies = [
             deployment(f"app{i:05d}", spaces[i % len(spaces)], args.replicas) for i in range(args.bindings)
         ]
+        heap_before = [r.heap("before") for r in self.replicas]
         rss_before = [r.rss_mb() for r in self.replicas]
         before = self.meter.sample()
         t0 = time.perf_counter()
@@ -151,6 +157,7 @@ class Bench:
             "window": window,
             "polls": progress.polls,
             "rss_before": rss_before,
+            "heap_before": heap_before,
         }
 
     def idle(self) -> dict[str, Any]:
@@ -176,6 +183,16 @@ class Bench:
             watch.add(self.meter.sample(), ready)
             time.sleep(0.25)
         return watch.result(stopped, [round(r.rss_mb(), 1) for r in self.replicas])
+
+
+def heap_figures(run: dict[str, Any]) -> dict[str, Any]:
+    """What ``--heap-dir`` measured: each server's report before the writes and after the idle window
+    (without the type counts, which stay in the reports' files)."""
+    short = [
+        [None if r is None else {k: v for k, v in r.items() if k != "types"} for r in run.get(key) or []]
+        for key in ("heap_before", "heap_after")
+    ]
+    return {"before": short[0], "after": short[1]}
 
 
 def environment(args: argparse.Namespace) -> dict[str, Any]:
@@ -212,8 +229,11 @@ def run_bench(args: argparse.Namespace) -> dict[str, Any]:
             if not run["timed_out"]:
                 idle = bench.idle()
                 run["rss_after"] = [r.rss_mb() for r in bench.replicas]
+                run["heap_after"] = [r.heap("after", trim=True) for r in bench.replicas]
                 cold = bench.cold_start(idle)
             result = {**pipeline_figures(bench, run), **idle_figures(run, idle, cold)}
+            if args.heap_dir:
+                result["heap"] = heap_figures(run)
         except BaseException:
             for replica in bench.replicas:
                 print(f"--- serve{replica.index} log (tail)\n{replica.log_tail()}", file=sys.stderr)

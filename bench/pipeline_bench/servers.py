@@ -13,6 +13,8 @@ from typing import Any
 
 import httpx
 
+from . import heap
+from .heap import HEAP_DIR_ENV
 from .instrumentation import COUNTS_ENV
 from .processes import entry_command, free_port, process_cpu_seconds
 
@@ -72,6 +74,11 @@ class Replica:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
         raise RuntimeError("no VmRSS")
+
+    def heap(self, label: str, trim: bool = False) -> dict[str, Any] | None:
+        """A heap report of this server (``heap``), or None when it runs without ``--heap-dir``."""
+        where = self.env.get(HEAP_DIR_ENV)
+        return None if not where else heap.request(Path(where), label, trim)
 
     def counts(self) -> dict[str, Any]:
         try:
