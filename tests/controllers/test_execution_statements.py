@@ -38,11 +38,12 @@ def _placement(replicas: list[int]) -> list[dict[str, Any]]:
     return [{"name": c, "replicas": r} for c, r in zip(CLUSTERS, replicas, strict=True)]
 
 
-def _setup(h: Harness, count: int) -> list[dict[str, Any]]:
+def _setup(h: Harness, count: int, clusters: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """``count`` bindings of 6 replicas (by default 1, 2 and 3 on the three clusters)."""
     bindings = []
     for index in range(count):
         template = h.add_template(nginx(f"app{index}", replicas=6))
-        bindings.append(h.add_binding(template, _placement([1, 2, 3])))
+        bindings.append(h.add_binding(template, clusters or _placement([1, 2, 3])))
     return bindings
 
 
@@ -154,11 +155,8 @@ def test_a_batch_that_rewrites_and_creates_is_a_fixed_number_of_statements(
 ) -> None:
     """New Works and rewritten ones in one batch (a failover: replicas spread onto another cluster): the
     inserts must not flush the rewritten rows one by one before their batch UPDATE."""
-    bindings = []
-    for index in range(count):
-        template = harness.add_template(nginx(f"app{index}", replicas=6))
-        two = [{"name": "member1", "replicas": 3}, {"name": "member2", "replicas": 3}]
-        bindings.append(harness.add_binding(template, two))
+    two = [{"name": "member1", "replicas": 3}, {"name": "member2", "replicas": 3}]
+    bindings = _setup(harness, count, two)
     harness.execution.reconcile()
     for binding in bindings:
         harness.edit_binding(binding, clusters=_placement([2, 2, 2]))  # member3's Work is new

@@ -5,14 +5,13 @@ small ones."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 
-import pytest
-
 from federation.controllers.runtime import ControllerRunner, FakeClock, Outcome, release_free_memory
-from federation.store import migrate
-from federation.store.db import UnitOfWork, make_engine
+from federation.store.db import UnitOfWork
+from tests.controllers.test_change_feed_and_idle_gate import uow
+
+__all__ = ["uow"]  # the fixture, re-exported for pytest
 
 
 @dataclass
@@ -26,14 +25,6 @@ class Batches:
 
     def reconcile(self) -> Outcome:
         return Outcome(self.sizes.pop(0))
-
-
-@pytest.fixture
-def uow(database_url: str) -> Iterator[UnitOfWork]:
-    migrate.upgrade(database_url)
-    engine = make_engine(database_url)
-    yield UnitOfWork.for_engine(engine)
-    engine.dispose()
 
 
 def test_free_memory_is_released_once_after_large_passes_only(uow: UnitOfWork) -> None:
