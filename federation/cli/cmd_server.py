@@ -72,6 +72,12 @@ def tls_settings(
 @click.command("serve")
 @click.option("--host", default=None, help="Address to listen on (default 127.0.0.1).")
 @click.option("--port", type=int, default=None, help="Port (default 7080; 0 picks a free one).")
+@click.option(
+    "--controllers/--no-controllers",
+    default=True,
+    help="--no-controllers: serve the API only; this process never leads nor runs a controller. Scale "
+    "the API apart from the controllers (at least one `serve` with controllers must run on the database).",
+)
 @tls_options
 @data_dir_option
 @database_option
@@ -80,6 +86,7 @@ def serve_command(
     cli: CliContext,
     host: str | None,
     port: int | None,
+    controllers: bool,
     tls_cert_file: str | None,
     tls_private_key_file: str | None,
     insecure_http: bool,
@@ -92,7 +99,7 @@ def serve_command(
     logging.basicConfig(
         level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
     )
-    process = server.ServerProcess(settings)
+    process = server.ServerProcess(settings, run_controllers=controllers)
     # From here on SIGINT and SIGTERM stop the process cleanly and it exits 0, also while it starts (the
     # controllers, and with them the leader lease, start before it serves).
     with stop_signals(process.request_stop):
@@ -114,6 +121,11 @@ def configure_logging(level: str) -> None:
 
 def announce(process: server.ServerProcess) -> None:
     click.echo(f"federation API server listening on {process.url}")
+    if not process.run_controllers:
+        click.echo(
+            "API only (--no-controllers): the controllers run in another `serve` on this database and see "
+            "these writes at their next interval"
+        )
     for line in kubeconfig_lines(process):
         click.echo(line)
 

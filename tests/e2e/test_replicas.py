@@ -17,7 +17,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -71,6 +71,7 @@ class Replica:
         database_url: str,
         key: str,
         controllers: dict[str, str] | None = None,
+        args: tuple[str, ...] = (),
     ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -86,7 +87,7 @@ class Replica:
         for name_ in ("FEDERATION_CONFIG", "FEDERATION_SERVER", "FEDERATION_TOKEN", "FEDERATION_DATA_DIR"):
             env.pop(name_, None)
         self.log = (tmp_path / f"{name}.log").open("w")
-        command = [sys.executable, "-m", "federation", "serve", "--data-dir", str(self.data_dir)]
+        command = [sys.executable, "-m", "federation", "serve", "--data-dir", str(self.data_dir), *args]
         self.process = subprocess.Popen(command, env=env, stdout=self.log, stderr=subprocess.STDOUT)
 
     def ready(self) -> bool:
@@ -186,6 +187,19 @@ def works(http: httpx.Client, cluster: str) -> list[str]:
     return sorted(w["metadata"]["name"] for w in listed["items"])
 
 
+def wait_for_shares(members: dict[str, RunningSimulator], want: dict[str, int]) -> None:
+    """Until each Deployment named in ``want`` runs that many replicas (ready) on both members."""
+
+    def converged() -> bool:
+        return all(
+            member_replicas(members[cluster], name) == (share, share)
+            for name, share in want.items()
+            for cluster in ("member1", "member2")
+        )
+
+    wait_for(converged, timeout=DEADLINE, interval=0.5, what="every workload on both members")
+
+
 def test_sigkill_of_the_leader_hands_its_work_to_the_other_replica(
     tmp_path: Path, database: str, members: dict[str, RunningSimulator]
 ) -> None:
@@ -218,15 +232,7 @@ def test_sigkill_of_the_leader_hands_its_work_to_the_other_replica(
             )
             put(http, DEPLOYMENTS, deployment("after-the-crash", 4))  # new work lands on the new leader
             want = {f"app{index:02d}": 1 for index in range(WORKLOADS)} | {"after-the-crash": 2}
-
-            def converged() -> bool:
-                return all(
-                    member_replicas(members[cluster], name) == (share, share)
-                    for name, share in want.items()
-                    for cluster in ("member1", "member2")
-                )
-
-            wait_for(converged, timeout=DEADLINE, interval=0.5, what="every workload on both members")
+            wait_for_shares(members, want)
             expected = sorted(work_name("default", name, "Deployment") for name in want)
             assert works(http, "member1") == expected
             assert works(http, "member2") == expected
@@ -272,6 +278,52 @@ def test_sigterm_of_the_leader_releases_its_lease_to_the_other_replica(tmp_path:
         assert taken.acquired_at < held.expires_at  # while the first one's lease would still be valid
         log = (tmp_path / "first.log").read_text()
         assert "stopping on SIGTERM" in log and "Traceback" not in log
+    finally:
+        for replica in replicas:
+            replica.stop()
+
+
+def test_an_api_only_replica_serves_writes_that_the_controller_replica_carries_out(
+    tmp_path: Path, database: str, members: dict[str, RunningSimulator]
+) -> None:
+    """`serve --no-controllers` scales the API apart from the controllers: it never leads, not even when the
+    only replica with controllers is gone, and what is written through it is placed and pushed by the
+    replica that runs the controllers."""
+    key = generate_key().decode()
+    api_only = Replica(tmp_path, "api", database, key, args=("--no-controllers",))
+    replicas = [api_only]
+    try:
+        wait_for(api_only.ready, timeout=DEADLINE, interval=0.1, what="the API replica to be ready")
+        headers = {"Authorization": f"Bearer {api_only.admin_token()}"}
+        with httpx.Client(base_url=api_only.url, headers=headers, timeout=30) as http:
+            for name in ("member1", "member2"):
+                join(http, name, members[name])
+            put(http, POLICIES, divided("spread"))
+            for index in range(4):
+                put(http, DEPLOYMENTS, deployment(f"app{index:02d}", 2))
+            assert leader(database) is None and scheduled(http) == 0  # nothing runs the controllers yet
+            controllers = Replica(tmp_path, "controllers", database, key)
+            replicas.append(controllers)
+            want = {f"app{index:02d}": 1 for index in range(4)}
+            wait_for_shares(members, want)
+            held = leader_lease(database)
+            assert held.holder is not None and held.expires_at is not None
+            run_out = held.expires_at + timedelta(seconds=LEASE_SECONDS)
+            controllers.process.send_signal(signal.SIGKILL)
+            controllers.process.wait()
+            # Past the dead leader's lease and a few of the lease job's tries (every lease/3 s) it would make:
+            # the API replica has no lease job, so the lease stays the dead one's.
+            wait_for(
+                lambda: datetime.now(run_out.tzinfo) > run_out,
+                timeout=DEADLINE,
+                interval=0.2,
+                what="the dead leader's lease to run out",
+            )
+            assert leader_lease(database).holder == held.holder
+            assert http.get("/readyz").status_code == 200  # and it still serves
+            put(http, DEPLOYMENTS, deployment("while-no-controller-runs", 2))
+        log = (tmp_path / "api.log").read_text()
+        assert "API only (--no-controllers)" in log and "Traceback" not in log
     finally:
         for replica in replicas:
             replica.stop()
