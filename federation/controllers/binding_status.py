@@ -3,7 +3,8 @@
 
 Queueing: two change feeds (`change_feed`) — Works written since the last pass (their status changed,
 they were created or tombstoned) name their bindings through `binding_id`; bindings written since the last
-pass may expect a different set of clusters. Nothing else is read.
+pass may expect a different set of clusters. Nothing else is read. A Work is read as a ``WorkStatusView``
+(its status and its manifests' identities, which the database extracts): a pass never loads a manifest.
 
 Invariants:
 - `aggregatedStatus` has one item per Work of the binding that is not being deleted, sorted by cluster:
@@ -42,7 +43,7 @@ from federation.controllers.isolation import RetryBook
 from federation.controllers.runtime import Clock, Outcome
 from federation.model.binding import CONDITION_FULLY_APPLIED
 from federation.model.status_interpreter import UNKNOWN, aggregate_template_status, aggregates
-from federation.model.work import CONDITION_APPLIED
+from federation.model.work import CONDITION_APPLIED, ManifestIdentity, WorkStatusView
 from federation.store import bulkflush, probes
 from federation.store.bindings import BindingRepository
 from federation.store.db import UnitOfWork
@@ -69,22 +70,26 @@ def expected_clusters(binding: Mapping[str, Any]) -> set[str]:
     return {t.cluster for t in rendering.targets_of(binding)} | rendering.held_clusters(binding)
 
 
-def aggregated_items(binding: Mapping[str, Any], works: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    resource = (binding.get("spec") or {}).get("resource") or {}
-    items = [_item(work, resource) for work in works if not rendering.is_tombstoned(work)]
+def aggregated_items(binding: Mapping[str, Any], works: Sequence[WorkStatusView]) -> list[dict[str, Any]]:
+    resource = _resource_identity((binding.get("spec") or {}).get("resource") or {})
+    items = [_item(work, resource) for work in works if not work.deleting]
     return sorted(items, key=lambda item: str(item["clusterName"]))
 
 
-def _item(work: Mapping[str, Any], resource: Mapping[str, Any]) -> dict[str, Any]:
-    cluster = rendering.cluster_of(work)
-    status = work.get("status") or {}
-    applied = conditions.find(status.get("conditions"), CONDITION_APPLIED)
+def _resource_identity(resource: Mapping[str, Any]) -> ManifestIdentity:
+    """The identity of the object the binding's ``spec.resource`` names."""
+    fields = ("apiVersion", "kind", "namespace", "name")
+    return ManifestIdentity(*(str(resource.get(f) or "") for f in fields))
+
+
+def _item(work: WorkStatusView, resource: ManifestIdentity) -> dict[str, Any]:
+    applied = conditions.find(work.status.get("conditions"), CONDITION_APPLIED)
     if applied is None or applied.get("status") != "True":
-        item: dict[str, Any] = {"clusterName": cluster, "applied": False, "health": UNKNOWN}
+        item: dict[str, Any] = {"clusterName": work.cluster, "applied": False, "health": UNKNOWN}
         if applied is not None and applied.get("message"):
             item["appliedMessage"] = str(applied["message"])
         return item
-    item = {"clusterName": cluster, "applied": True, "health": UNKNOWN}
+    item = {"clusterName": work.cluster, "applied": True, "health": UNKNOWN}
     matched = _manifest_status(work, resource)
     if matched is not None:
         if matched.get("status") is not None:
@@ -93,36 +98,26 @@ def _item(work: Mapping[str, Any], resource: Mapping[str, Any]) -> dict[str, Any
     return item
 
 
-def _manifest_status(work: Mapping[str, Any], resource: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The manifest status of the manifest that is the binding's template (by identity and ordinal)."""
-    manifests = ((work.get("spec") or {}).get("workload") or {}).get("manifests") or []
-    ordinal = next((i for i, m in enumerate(manifests) if _same_object(m, resource)), None)
+def _manifest_status(work: WorkStatusView, resource: ManifestIdentity) -> Mapping[str, Any] | None:
+    """The manifest status of the manifest that is the binding's template (by identity and ordinal:
+    Karmada's ``equalIdentifier``)."""
+    ordinal = next((i for i, m in enumerate(work.manifests) if m == resource), None)
     if ordinal is None:
         return None
-    group, _, version = str(resource.get("apiVersion") or "").rpartition("/")
-    for entry in (work.get("status") or {}).get("manifestStatuses") or []:
+    group, _, version = resource.api_version.rpartition("/")
+    for entry in work.status.get("manifestStatuses") or []:
         ident = entry.get("identifier") or {}
         if (
             ident.get("ordinal") == ordinal
             and (ident.get("group") or "") == group
             and ident.get("version") == version
-            and ident.get("kind") == resource.get("kind")
-            and (ident.get("namespace") or "") == (resource.get("namespace") or "")
-            and ident.get("name") == resource.get("name")
+            and ident.get("kind") == resource.kind
+            and (ident.get("namespace") or "") == resource.namespace
+            and ident.get("name") == resource.name
         ):
             found: Mapping[str, Any] = entry
             return found
     return None
-
-
-def _same_object(manifest: Mapping[str, Any], resource: Mapping[str, Any]) -> bool:
-    meta = manifest.get("metadata") or {}
-    return (
-        manifest.get("apiVersion") == resource.get("apiVersion")
-        and manifest.get("kind") == resource.get("kind")
-        and (meta.get("namespace") or "") == (resource.get("namespace") or "")
-        and meta.get("name") == resource.get("name")
-    )
 
 
 def fully_applied(items: Sequence[Mapping[str, Any]], expected: set[str]) -> bool:
@@ -133,7 +128,7 @@ def fully_applied(items: Sequence[Mapping[str, Any]], expected: set[str]) -> boo
 
 
 def binding_status(
-    binding: Mapping[str, Any], works: Sequence[Mapping[str, Any]], now: datetime
+    binding: Mapping[str, Any], works: Sequence[WorkStatusView], now: datetime
 ) -> dict[str, Any]:
     """The binding's status with ``aggregatedStatus`` and ``FullyApplied`` brought up to date."""
     status = dict(binding.get("status") or {})
@@ -148,7 +143,7 @@ def binding_status(
     return status
 
 
-def needs_status(binding: Mapping[str, Any], works: Sequence[Mapping[str, Any]]) -> bool:
+def needs_status(binding: Mapping[str, Any], works: Sequence[WorkStatusView]) -> bool:
     """Whether there is anything to report: a placement, Works, or an old report to correct."""
     return bool(expected_clusters(binding) or works or (binding.get("status") or {}).get("aggregatedStatus"))
 
@@ -217,7 +212,7 @@ class BindingStatusController:
         with self.uow() as session:
             rows = _binding_rows(session, ids)
             bindings = {binding_id: join(row) for binding_id, row in rows.items()}
-            works = WorkRepository(session).for_binding_ids(list(bindings))
+            works = WorkRepository(session).status_views_for_binding_ids(list(bindings))
             template_rows = _template_rows(session, [u for b in bindings.values() if (u := _template_uid(b))])
             templates = {uid: join(row) for uid, row in template_rows.items()}
             batch = functools.partial(
@@ -231,7 +226,7 @@ class BindingStatusController:
         session: Session,
         rows: Mapping[int, ResourceBindingRow],
         bindings: Mapping[int, Mapping[str, Any]],
-        works: Mapping[int, Sequence[Mapping[str, Any]]],
+        works: Mapping[int, Sequence[WorkStatusView]],
         template_rows: Mapping[str, ResourceTemplateRow],
         templates: Mapping[str, Mapping[str, Any]],
         now: datetime,
@@ -267,7 +262,7 @@ class BindingStatusController:
         self,
         session: Session,
         bindings: Mapping[int, Mapping[str, Any]],
-        works: Mapping[int, Sequence[Mapping[str, Any]]],
+        works: Mapping[int, Sequence[WorkStatusView]],
         templates: Mapping[str, Mapping[str, Any]],
         now: datetime,
     ) -> int:
@@ -305,7 +300,7 @@ class BindingStatusController:
 def _aggregate_one(
     session: Session,
     binding: Mapping[str, Any],
-    works: Sequence[Mapping[str, Any]],
+    works: Sequence[WorkStatusView],
     template: Mapping[str, Any] | None,
     now: datetime,
 ) -> int:
@@ -317,7 +312,7 @@ def _aggregate_one(
 def _write_status(
     session: Session,
     binding: Mapping[str, Any],
-    works: Sequence[Mapping[str, Any]],
+    works: Sequence[WorkStatusView],
     template: Mapping[str, Any] | None,
     now: datetime,
 ) -> int:

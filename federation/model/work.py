@@ -15,6 +15,8 @@ Invariants:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from federation.model.base import Int32, KubeModel, StrictBool, StrictStr
@@ -108,3 +110,51 @@ class Work(KubeModel):
     def applied(self) -> bool:
         condition = find_condition(self.status.conditions if self.status else None, CONDITION_APPLIED)
         return condition is not None and condition.status == "True"
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestIdentity:
+    """Which object a Work manifest is (Karmada's ``equalIdentifier`` compares these), without its body."""
+
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+
+    @classmethod
+    def of(cls, manifest: Any) -> ManifestIdentity:
+        """Its identity; a manifest that is not an object has none (empty fields), and keeps its ordinal."""
+        if not isinstance(manifest, Mapping):
+            return cls("", "", "", "")
+        meta = manifest.get("metadata")
+        if not isinstance(meta, Mapping):
+            meta = {}
+        return cls(
+            str(manifest.get("apiVersion") or ""),
+            str(manifest.get("kind") or ""),
+            str(meta.get("namespace") or ""),
+            str(meta.get("name") or ""),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class WorkStatusView:
+    """A Work as status aggregation reads it: its cluster, whether it is being deleted, its status, and its
+    manifests' identities by ordinal. The store reads it without the manifests' bodies (nearly all of a
+    Work's bytes); ``of`` builds it from a whole Work."""
+
+    cluster: str
+    deleting: bool
+    status: Mapping[str, Any]
+    manifests: tuple[ManifestIdentity, ...]
+
+    @classmethod
+    def of(cls, work: Mapping[str, Any]) -> WorkStatusView:
+        meta = work.get("metadata") or {}
+        manifests = ((work.get("spec") or {}).get("workload") or {}).get("manifests") or []
+        return cls(
+            cluster=cluster_of_execution_namespace(str(meta.get("namespace") or "")) or "",
+            deleting=bool(meta.get("deletionTimestamp")),
+            status=work.get("status") or {},
+            manifests=tuple(ManifestIdentity.of(m) for m in manifests),
+        )

@@ -35,7 +35,7 @@ from sqlalchemy.sql.elements import ClauseElement
 
 from federation.store import changelog
 from federation.store.childwrites import CHILD_WRITES, ChildWrites
-from federation.store.manifest import join
+from federation.store.manifest import view
 from federation.store.tables import ObjectMixin
 
 _ID, _SEEN = "b_id", "b_seen"
@@ -117,7 +117,9 @@ def _log(session: Session, changed: Sequence[Pending]) -> None:
     """The change-log rows and revisions of the rows whose manifest changed (``changelog``'s hook rule):
     the new revision is written by the row's own UPDATE."""
     logged = [p for p in changed if not MANIFEST_KEYS.isdisjoint(p.values)]
-    changes = [changelog.Change(changelog.MODIFIED, join(p.row), _previous_labels(p)) for p in logged]
+    # ``view``, not ``join``: the log serialises each manifest at once and never changes what it shares
+    # with the row (``record`` sets the revision in the view's own metadata dict; sealing copies).
+    changes = [changelog.Change(changelog.MODIFIED, view(p.row), _previous_labels(p)) for p in logged]
     for pending, revision in zip(logged, changelog.record(session, changes), strict=True):
         pending.row.resource_version = revision
         pending.values["resource_version"] = revision

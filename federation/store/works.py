@@ -8,6 +8,8 @@ Invariants:
 - Every query here is one statement, whatever the number of bindings or Works asked about.
 - A ``WorkSummary`` is a Work without its manifests: they are represented by ``manifest_hash``, which
   ``derive`` recomputes on every write of the spec, so an equal ``SpecDigest`` means an equal spec.
+- A ``WorkStatusView`` carries the identities of the manifests, computed by the database from the stored
+  spec (Secret manifests are sealed only in their data, so their identities read as they were written).
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, ColumnElement, case, func, select, tuple_, type_coerce, update
+from sqlalchemy import JSON, ColumnElement, case, func, literal_column, select, tuple_, type_coerce, update
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Session
 
+from federation.model.work import ManifestIdentity, WorkStatusView
 from federation.store import claims, work_writes
 from federation.store.claims import Claim
 from federation.store.derive import manifest_hash
@@ -114,6 +117,34 @@ class WorkRepository:
             binding_id: [join(row) for row in rows]
             for binding_id, rows in self.rows_for_binding_ids(binding_ids).items()
         }
+
+    def status_views_for_binding_ids(self, binding_ids: Sequence[int]) -> dict[int, list[WorkStatusView]]:
+        """binding row id → its Works as status aggregation reads them (``WorkStatusView``: the status and
+        the manifests' identities, computed by the database, so no manifest body reaches Python); by
+        namespace, name; bindings without Works are absent."""
+        if not binding_ids:
+            return {}
+        statement = (
+            select(
+                WorkRow.binding_id,
+                WorkRow.cluster_name,
+                WorkRow.metadata_extra,
+                WorkRow.status,
+                _manifest_identities(self.session.get_bind().dialect.name),
+            )
+            .where(WorkRow.binding_id.in_(list(binding_ids)))
+            .order_by(WorkRow.namespace, WorkRow.name)
+        )
+        found: dict[int, list[WorkStatusView]] = {}
+        for binding_id, cluster, extra, status, identities in self.session.execute(statement):
+            view = WorkStatusView(
+                cluster=cluster,
+                deleting=bool((extra or {}).get("deletionTimestamp")),
+                status=status or {},
+                manifests=_identities_by_ordinal(identities),
+            )
+            found.setdefault(int(binding_id or 0), []).append(view)
+        return found
 
     def rows_for_binding_ids(self, binding_ids: Sequence[int]) -> dict[int, list[WorkRow]]:
         """``for_binding_ids`` as rows (for a writer that writes them back in this session)."""
@@ -286,6 +317,44 @@ def _spec_without_manifests(dialect: str) -> ColumnElement[Any]:
             else_=spec,
         )
     return type_coerce(func.json_remove(WorkRow.spec, "$.workload.manifests"), JSON)
+
+
+# Each manifest of ``spec.workload.manifests`` as [ordinal, apiVersion, kind, namespace, name] (JSON nulls
+# for what it lacks), in no promised order: the ordinal is in each entry. A correlated subquery on the
+# outer ``works`` row; Postgres refuses to take elements of a non-array, hence the CASE.
+_IDENTITIES_SQL = {
+    "postgresql": (
+        "(SELECT jsonb_agg(jsonb_build_array(m.ordinality - 1, m.value->'apiVersion', m.value->'kind', "
+        "m.value->'metadata'->'namespace', m.value->'metadata'->'name')) "
+        "FROM jsonb_array_elements(CASE WHEN jsonb_typeof(works.spec->'workload'->'manifests') = 'array' "
+        "THEN works.spec->'workload'->'manifests' ELSE '[]'::jsonb END) WITH ORDINALITY AS m)"
+    ),
+    "sqlite": (
+        "(SELECT json_group_array(json_array(m.key, json_extract(m.value, '$.apiVersion'), "
+        "json_extract(m.value, '$.kind'), json_extract(m.value, '$.metadata.namespace'), "
+        "json_extract(m.value, '$.metadata.name'))) "
+        "FROM json_each(works.spec, '$.workload.manifests') AS m WHERE m.type = 'object')"
+    ),
+}
+
+
+def _manifest_identities(dialect: str) -> ColumnElement[Any]:
+    json_type = JSONB if dialect == "postgresql" else JSON
+    return literal_column(_IDENTITIES_SQL["postgresql" if dialect == "postgresql" else "sqlite"], json_type)
+
+
+def _identities_by_ordinal(entries: Any) -> tuple[ManifestIdentity, ...]:
+    """``_manifest_identities``'s entries in ordinal order; an ordinal without an object entry (a manifest
+    that is not an object) gets an empty identity, so the others keep their ordinals."""
+    by_ordinal = {
+        int(entry[0]): ManifestIdentity(*(str(value or "") for value in entry[1:]))
+        for entry in entries or []
+        if isinstance(entry, list) and len(entry) == 5
+    }
+    return tuple(
+        by_ordinal.get(ordinal, ManifestIdentity("", "", "", ""))
+        for ordinal in range(max(by_ordinal, default=-1) + 1)
+    )
 
 
 def _pull_clusters() -> Any:

@@ -19,6 +19,7 @@ from federation.controllers.binding_status import (
     fully_applied,
     template_status,
 )
+from federation.model.work import WorkStatusView
 from federation.store.tables import ResourceBindingRow, ResourceTemplateRow
 from tests.controllers.test_execution_support import Harness, count_writes, harness, nginx
 from tests.store.support import count_statements
@@ -50,6 +51,12 @@ def _binding(clusters: list[str], **spec: Any) -> dict[str, Any]:
 
 
 def _work(
+    cluster: str, applied: bool | None = True, ready: int = 1, health: str = "Healthy", **meta: Any
+) -> WorkStatusView:
+    return WorkStatusView.of(_work_manifest(cluster, applied, ready, health, **meta))
+
+
+def _work_manifest(
     cluster: str, applied: bool | None = True, ready: int = 1, health: str = "Healthy", **meta: Any
 ) -> dict[str, Any]:
     manifest = {
@@ -100,9 +107,9 @@ def test_items_are_sorted_by_cluster_and_skip_works_being_deleted() -> None:
 
 
 def test_an_applied_work_without_collected_status_is_unknown() -> None:
-    work = _work("a")
+    work = _work_manifest("a")
     work["status"].pop("manifestStatuses")
-    assert aggregated_items(_binding(["a"]), [work]) == [
+    assert aggregated_items(_binding(["a"]), [WorkStatusView.of(work)]) == [
         {"clusterName": "a", "applied": True, "health": "Unknown"}
     ]
 
@@ -159,9 +166,10 @@ def test_template_status_sums_members_and_follows_generation_only_when_all_caugh
         "replicas": 3, "updatedReplicas": 3, "readyReplicas": 3, "availableReplicas": 3, "unavailableReplicas": 0,
         "observedGeneration": 2,
     }  # fmt: skip
-    lagging = _work("b", ready=2)
+    lagging = _work_manifest("b", ready=2)
     lagging["status"]["manifestStatuses"][0]["status"]["resourceTemplateGeneration"] = 1
-    behind = template_status(template, aggregated_items(_binding(["a", "b"]), [_work("a"), lagging]))
+    works = [_work("a"), WorkStatusView.of(lagging)]
+    behind = template_status(template, aggregated_items(_binding(["a", "b"]), works))
     assert behind is not None and behind["observedGeneration"] == 1  # kept until every member caught up
 
 

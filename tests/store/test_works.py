@@ -6,10 +6,12 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from federation.model.work import WorkStatusView
 from federation.store import BindingRepository, NotFound, WorkRepository, execution_namespace, objects
 from federation.store.tables import WorkRow
 
 from .factories import make_binding, make_deployment, make_work
+from .test_secret_sealing import make_secret
 
 WORK = ("work.karmada.io/v1alpha1", "Work")
 RB = ("work.karmada.io/v1alpha2", "ResourceBinding")
@@ -105,3 +107,49 @@ def test_a_summary_digests_the_spec_as_python_does_without_loading_manifests(
     assert works.summaries_for_binding_ids([summary.binding_id or 0]) == {summary.binding_id: [summary]}
     changed = {**created["spec"], "workload": {"manifests": [make_deployment(spec={"replicas": 9})]}}
     assert summary.spec != SpecDigest.of(changed)
+
+
+def _configmap(name: str) -> dict:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default"}}
+
+
+@pytest.mark.parametrize(
+    "manifests",
+    [
+        [make_deployment()],
+        [_configmap(f"cm{i}") for i in range(12)] + [make_deployment()],  # ordinals past 9 sort as numbers
+        [_configmap("cm0"), "not an object", make_deployment()],  # it keeps its ordinal, with no identity
+        [make_secret(), make_deployment()],  # sealed in the row: its identity is still readable
+        [],
+        None,
+    ],
+)
+def test_a_status_view_reads_manifest_identities_as_the_whole_work_gives_them(
+    session: Session, manifests: list | None
+) -> None:
+    """``status_views_for_binding_ids`` computes the identities in the database (``jsonb_array_elements``
+    / ``json_each``) exactly as ``WorkStatusView.of`` takes them from the whole Work."""
+    objects(session, *RB).create(make_binding())
+    spec = {"workload": {"manifests": manifests}} if manifests is not None else {"workload": {}}
+    created = objects(session, *WORK).create(make_work(spec=spec))
+    objects(session, *WORK).update_status(
+        "karmada-es-member1",
+        created["metadata"]["name"],
+        {"conditions": [{"type": "Applied", "status": "True"}]},
+    )
+    whole = objects(session, *WORK).get("karmada-es-member1", created["metadata"]["name"])
+    assert whole is not None
+    binding_id = work_row(session, "karmada-es-member1", created["metadata"]["name"]).binding_id or 0
+    views = WorkRepository(session).status_views_for_binding_ids([binding_id])
+    assert views == {binding_id: [WorkStatusView.of(whole)]}
+    assert views[binding_id][0].cluster == "member1" and not views[binding_id][0].deleting
+
+
+def test_a_status_view_of_a_work_being_deleted_says_so(session: Session) -> None:
+    objects(session, *RB).create(make_binding())
+    objects(session, *WORK).create(make_work())
+    row = work_row(session, "karmada-es-member1", "nginx-687f7fb96f")
+    row.metadata_extra = {**(row.metadata_extra or {}), "deletionTimestamp": "2026-05-01T12:00:00Z"}
+    session.flush()
+    [view] = WorkRepository(session).status_views_for_binding_ids([row.binding_id or 0])[row.binding_id or 0]
+    assert view.deleting
