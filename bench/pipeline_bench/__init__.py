@@ -7,6 +7,8 @@
 - ``database``: scratch and benchmark databases, ``pgbench``, ``pg_stat_database``
 - ``progress``: the milestones, polled from the benchmark database
 - ``workload``: the objects written and the client threads that PUT them
+- ``leases``: with ``--lease-clusters`` only: pull-mode agents renewing their clusters' leases through the API
+  while the pipeline runs, their set-up (the clusters joined and Ready) and their latencies
 - ``metering``: samples of every counter and the difference between two
 - ``cold_start``: when restarted servers are ready and back at the idle level
 - ``run``: the phases in order (set-up, timed pipeline, idle, cold start)

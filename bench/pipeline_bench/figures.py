@@ -6,6 +6,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from .database import DbStats
+from .leases import LeaseRenewals
 from .workload import Writes, percentile
 
 if TYPE_CHECKING:
@@ -14,6 +15,27 @@ if TYPE_CHECKING:
 
 def _rate(count: float, seconds: float | None) -> float | None:
     return None if not seconds else round(count / seconds, 1)
+
+
+def _p_ms(values: list[float], q: float) -> float | None:
+    return round(percentile(values, q), 1) if values else None
+
+
+def lease_figures(bench: Bench, renewals: LeaseRenewals) -> dict[str, Any]:
+    """The lease load of the timed part (``leases``); zeros and None without ``--lease-clusters``."""
+    args = bench.args
+    return {
+        "lease_clusters": args.lease_clusters,
+        "lease_interval_seconds": args.lease_interval,
+        "lease_puts": len(renewals.latencies_ms),
+        "lease_puts_per_s": _rate(len(renewals.latencies_ms), renewals.seconds),
+        "lease_put_p50_ms": _p_ms(renewals.latencies_ms, 0.50),
+        "lease_put_p99_ms": _p_ms(renewals.latencies_ms, 0.99),
+        "lease_renewals_behind": renewals.behind,
+        "lease_start_late_p99_ms": _p_ms(renewals.late_ms, 0.99),
+        "lease_put_failures": renewals.failures,
+        "lease_put_first_failure": renewals.first_failure,
+    }
 
 
 def pipeline_figures(bench: Bench, run: dict[str, Any]) -> dict[str, Any]:
@@ -29,10 +51,16 @@ def pipeline_figures(bench: Bench, run: dict[str, Any]) -> dict[str, Any]:
     after_writes = None
     if scheduled is not None and scheduled_after_writes > 0 and scheduled > run["writes_end"]:
         after_writes = _rate(scheduled_after_writes, scheduled - run["writes_end"])
+    cpu_by_role: dict[str, float] = {}
+    for replica, cpu in zip(bench.replicas, window["cpu_s_per_replica"], strict=True):
+        role = "api" if replica.api_only else "serve"
+        cpu_by_role[role] = round(cpu_by_role.get(role, 0.0) + cpu, 2)
     return {
         "bindings": n,
         "clusters": args.clusters,
         "replicas_of_serve": args.replicas_of_serve,
+        "api_replicas": args.api_replicas,
+        "replica_names": [r.name for r in bench.replicas],
         "replicas_per_deployment": args.replicas,
         "writers": args.writers,
         "namespaces": args.namespaces,
@@ -41,6 +69,7 @@ def pipeline_figures(bench: Bench, run: dict[str, Any]) -> dict[str, Any]:
         "api_write_p50_ms": round(percentile(writes.latencies_ms, 0.50), 1),
         "api_write_p99_ms": round(percentile(writes.latencies_ms, 0.99), 1),
         "api_write_retries": writes.retried,
+        **lease_figures(bench, run["lease_renewals"]),
         "scheduled_per_s": _rate(n, scheduled),
         "scheduled_per_s_after_writes": after_writes,
         "works_per_s": _rate(goals["works"], reached.get("works")),
@@ -66,6 +95,7 @@ def pipeline_figures(bench: Bench, run: dict[str, Any]) -> dict[str, Any]:
         "member_mean_ms_by_shape": window["member_mean_ms_by_shape"],
         "controllers": window["controllers"],
         "server_cpu_s_per_replica": window["cpu_s_per_replica"],
+        "server_cpu_s_by_role": cpu_by_role,
         "members_cpu_s": window["members_cpu_s"],
         "bench_process_cpu_s": window["bench_process_cpu_s"],
     }
@@ -126,12 +156,20 @@ def report(result: dict[str, Any]) -> str:
         "idle_queries_per_s",
         "cold_start_seconds",
     )
+    api_only = f" + {result['api_replicas']} API-only" if result["api_replicas"] else ""
     lines = [
         f"{result['bindings']} bindings x {result['clusters']} clusters, {result['replicas_of_serve']} serve "
-        f"replica(s), {result['writers']} writers"
+        f"replica(s){api_only}, {result['writers']} writers"
     ]
     if result["timed_out"]:
         lines.append(f"  TIMED OUT: counts at the end {result['counts_at_the_end']}")
     lines += [f"  {key}: {result[key]}" for key in keys]
+    if result["lease_clusters"]:
+        lines.append(
+            f"  lease load: {result['lease_clusters']} clusters every {result['lease_interval_seconds']} s, "
+            f"{result['lease_puts']} PUTs ({result['lease_puts_per_s']}/s), p50 {result['lease_put_p50_ms']} "
+            f"ms, p99 {result['lease_put_p99_ms']} ms, {result['lease_renewals_behind']} behind, "
+            f"{result['lease_put_failures']} failed"
+        )
     lines.append(f"  per binding: {json.dumps(result['per_binding'])}")
     return "\n".join(lines)

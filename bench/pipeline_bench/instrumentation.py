@@ -1,8 +1,8 @@
 """Inside each ``serve`` process (``instrumented_serve``, the subprocess entry point): SQL statements and
-transactions counted per label (the controller running, or api/lease/other) by SQLAlchemy listeners, and
-the controllers' runs and thread CPU by a wrapper around the runner's job method; written as JSON to the
-file ``PIPELINE_BENCH_COUNTS`` names. ``pg_stat_statements`` would need ``shared_preload_libraries``, which
-a shared server cannot be restarted for.
+transactions counted per label (the controller running, or api/lease/cluster-lease-renewal/other) by
+SQLAlchemy listeners, and the controllers' runs and thread CPU by a wrapper around the runner's job method;
+written as JSON to the file ``PIPELINE_BENCH_COUNTS`` names. ``pg_stat_statements`` would need
+``shared_preload_libraries``, which a shared server cannot be restarted for.
 
 Only the standard library at import: this module is imported before ``federation`` runs.
 """
@@ -168,6 +168,12 @@ def _install(counters: ProcessCounters) -> None:
         original = getattr(runner, method, None)
         if original is not None:
             setattr(runner, method, _labelled(original, label, counters))
+    # The agents' heartbeats (``--lease-clusters``) apart from the rest of the API's statements.
+    from federation.api import agent
+
+    renew: Any = getattr(agent, "_renew", None)
+    if renew is not None:
+        agent._renew = _labelled(renew, "cluster-lease-renewal", counters)
 
 
 def _labelled(method: Callable[..., Any], label: str, counters: ProcessCounters) -> Callable[..., Any]:

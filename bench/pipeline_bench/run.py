@@ -23,11 +23,20 @@ from .cold_start import ColdStart
 from .database import admin_connection, database_url, fresh_database, pgbench_tps
 from .figures import idle_figures, pipeline_figures
 from .heap import HEAP_DIR_ENV, HEAP_FRAMES_ENV
+from .leases import (
+    MONITOR_GRACE_ENV,
+    MONITOR_GRACE_SECONDS,
+    LeaseLoad,
+    LeaseRenewals,
+    agent_names,
+    join_agents,
+    ready_agents,
+)
 from .members import Member
 from .metering import Meter, between
 from .processes import wait_for
 from .progress import Progress
-from .servers import Replica
+from .servers import NO_CONTROLLERS, Replica
 from .workload import cluster_ready, deployment, divided_policy, namespaces, put, write_all
 
 
@@ -40,6 +49,7 @@ class Bench:
         self.db_name = db_name
         self.workdir = workdir
         self.names = [f"member{i + 1}" for i in range(args.clusters)]
+        self.lease_agents = agent_names(args.lease_clusters)
         self.members: list[Member] = []
         self.replicas: list[Replica] = []
         self.token = ""
@@ -61,14 +71,19 @@ class Bench:
         for setting in self.args.interval:
             name, _, seconds = setting.partition("=")
             env[f"FEDERATION_CONTROLLERS__{name.upper()}_INTERVAL_SECONDS"] = seconds
+        if self.lease_agents:  # the agents stop with the timed phase (``leases``)
+            env[MONITOR_GRACE_ENV] = str(MONITOR_GRACE_SECONDS)
         return env
 
     def start_servers(self) -> None:
         env = self.server_env()
-        self.replicas = [Replica(self.workdir, i, env) for i in range(self.args.replicas_of_serve)]
+        self.replicas = [Replica(self.workdir, f"serve{i}", env) for i in range(self.args.replicas_of_serve)]
+        self.replicas += [
+            Replica(self.workdir, f"api{i}", env, (NO_CONTROLLERS,)) for i in range(self.args.api_replicas)
+        ]
         if self.args.heap_dir:  # measurement only: tracemalloc and heap reports (``heap``)
             for replica in self.replicas:
-                replica.env[HEAP_DIR_ENV] = str(Path(self.args.heap_dir).resolve() / f"serve{replica.index}")
+                replica.env[HEAP_DIR_ENV] = str(Path(self.args.heap_dir).resolve() / replica.name)
                 replica.env[HEAP_FRAMES_ENV] = str(self.args.heap_frames)
         # The first migrates the database and creates the admin token; the others start on it.
         self.replicas[0].start()
@@ -77,7 +92,13 @@ class Bench:
         for replica in self.replicas[1:]:
             replica.start()
         for replica in self.replicas[1:]:
-            wait_for(replica.ready, 120, f"serve{replica.index} /readyz")
+            wait_for(replica.ready, 120, f"{replica.name} /readyz")
+
+    @property
+    def api_targets(self) -> list[Replica]:
+        """Where the clients (the writers, the lease agents) go: the API-only replicas when there are
+        some, else every replica."""
+        return [r for r in self.replicas if r.api_only] or self.replicas
 
     def start_members(self) -> None:
         per_member = self.args.bindings * self.args.replicas // self.args.clusters + 1
@@ -91,6 +112,16 @@ class Bench:
                     raise RuntimeError(f"join {member.name}: {answer.status_code} {answer.text[:300]}")
             for name in self.names:
                 wait_for(functools.partial(cluster_ready, http, name), 120, f"{name} Ready", 0.5)
+
+    def start_lease_agents(self) -> None:
+        """Set-up for the lease load: the agents' clusters joined, their leases renewed once, and every one
+        published Ready (by the status controller's next pass) before the timed phase."""
+        if not self.lease_agents:
+            return
+        count, db_url = len(self.lease_agents), database_url(self.args.pg_admin_url, self.db_name)
+        with self.client(self.replicas[0]) as http:
+            join_agents(http, self.lease_agents)
+        wait_for(lambda: ready_agents(db_url) == count, 120, f"{count} lease agents' clusters Ready", 1.0)
 
     def client(self, replica: Replica) -> httpx.Client:
         headers = {"Authorization": f"Bearer {self.token}"}
@@ -128,13 +159,21 @@ class Bench:
         rss_before = [r.rss_mb() for r in self.replicas]
         before = self.meter.sample()
         t0 = time.perf_counter()
+        targets = [r.url for r in self.api_targets]
+        lease_load: LeaseLoad | None = None
+        renewals = LeaseRenewals()  # none without --lease-clusters
+        if self.lease_agents:
+            lease_load = LeaseLoad(
+                targets, self.token, self.lease_agents, args.lease_interval, args.lease_threads
+            )
+            lease_load.start()
         progress = Progress(database_url(args.pg_admin_url, self.db_name), goals, t0, args.poll_seconds)
-        with self.client(self.replicas[0]) as http:
+        with self.client(self.api_targets[0]) as http:  # the policies are API writes too
             for namespace in namespaces(args.namespaces):
                 put(http, divided_policy(namespace, self.names))
         progress.start()
         try:
-            writes = write_all([r.url for r in self.replicas], self.token, bodies, args.writers)
+            writes = write_all(targets, self.token, bodies, args.writers)
             at_writes_end = dict(progress.latest)
             deadline = time.perf_counter() + args.timeout
             while not progress.done() and progress.error is None and time.perf_counter() < deadline:
@@ -142,6 +181,8 @@ class Bench:
             if progress.error is not None:
                 raise progress.error
         finally:
+            if lease_load is not None:  # before the idle window, which must see no renewal
+                renewals = lease_load.stop()
             progress.stop()
         applied = self.meter.sample()
         window = between(before, applied)
@@ -152,6 +193,7 @@ class Bench:
             "goals": goals,
             "reached": {k: round(v, 2) for k, v in progress.reached.items()},
             "writes": writes,
+            "lease_renewals": renewals,
             "writes_end": writes_end,
             "at_writes_end": at_writes_end,
             "window": window,
@@ -224,6 +266,7 @@ def run_bench(args: argparse.Namespace) -> dict[str, Any]:
         try:
             bench.start_servers()
             bench.start_members()
+            bench.start_lease_agents()
             run = bench.pipeline()
             idle = cold = None
             if not run["timed_out"]:
@@ -236,7 +279,7 @@ def run_bench(args: argparse.Namespace) -> dict[str, Any]:
                 result["heap"] = heap_figures(run)
         except BaseException:
             for replica in bench.replicas:
-                print(f"--- serve{replica.index} log (tail)\n{replica.log_tail()}", file=sys.stderr)
+                print(f"--- {replica.name} log (tail)\n{replica.log_tail()}", file=sys.stderr)
             raise
         finally:
             bench.close()

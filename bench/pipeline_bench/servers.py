@@ -1,6 +1,7 @@
 """The ``federation serve`` processes: each started through ``instrumentation.instrumented_serve`` (plain
 HTTP on its own port, its own data directory and log), asked whether it is ready, measured (CPU, RSS,
-its counters) and stopped by a signal."""
+its counters) and stopped by a signal. Controller replicas are named ``serve0``, ``serve1``…; API-only
+replicas (``serve --no-controllers``) ``api0``, ``api1``…"""
 
 from __future__ import annotations
 
@@ -18,29 +19,38 @@ from .heap import HEAP_DIR_ENV
 from .instrumentation import COUNTS_ENV
 from .processes import entry_command, free_port, process_cpu_seconds
 
+# `serve` with the API only: the process never takes the leader lease nor runs a controller.
+NO_CONTROLLERS = "--no-controllers"
+
 
 class Replica:
-    """One ``federation serve`` process: plain HTTP on its own port, its own data directory and log."""
+    """One ``federation serve`` process: plain HTTP on its own port, its own data directory and log, all
+    named after it (``name``); ``args`` follow ``serve --data-dir …`` (``NO_CONTROLLERS``: an API replica)."""
 
-    def __init__(self, workdir: Path, index: int, env: dict[str, str]) -> None:
-        self.index = index
+    def __init__(self, workdir: Path, name: str, env: dict[str, str], args: tuple[str, ...] = ()) -> None:
+        self.name = name
+        self.args = args
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.data_dir = workdir / f"serve{index}"
+        self.data_dir = workdir / name
         self.env = {**env, "FEDERATION_API__PORT": str(self.port)}
-        self.log_path = workdir / f"serve{index}.log"
+        self.log_path = workdir / f"{name}.log"
         self.process: subprocess.Popen[bytes] | None = None
         self.starts = 0
 
     @property
     def counts_path(self) -> Path:
-        return self.data_dir.parent / f"serve{self.index}.start{self.starts}.counts.json"
+        return self.data_dir.parent / f"{self.name}.start{self.starts}.counts.json"
+
+    @property
+    def api_only(self) -> bool:
+        return NO_CONTROLLERS in self.args
 
     def start(self) -> None:
         self.starts += 1
         env = {**self.env, COUNTS_ENV: str(self.counts_path)}
         entry = entry_command("instrumentation", "instrumented_serve")  # `python -m federation`, counted
-        command = [*entry, "serve", "--data-dir", str(self.data_dir)]
+        command = [*entry, "serve", "--data-dir", str(self.data_dir), *self.args]
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
 
@@ -54,7 +64,7 @@ class Replica:
 
     def ready(self) -> bool:
         if not self.alive():
-            raise RuntimeError(f"serve{self.index} exited; its log:\n{self.log_tail()}")
+            raise RuntimeError(f"{self.name} exited; its log:\n{self.log_tail()}")
         try:
             return httpx.get(f"{self.url}/readyz", timeout=2).status_code == 200
         except httpx.HTTPError:
