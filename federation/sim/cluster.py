@@ -72,7 +72,11 @@ class SimCluster:
         self, rtype: ResourceType, namespace: str | None, match: Predicate
     ) -> list[dict[str, Any]]:
         with self.store.lock:
-            rendered = [self._render(rtype, o) for o in self.store.list_objects(rtype, namespace)]
+            objects = self.store.list_objects(rtype, namespace)
+            if is_workload(rtype):
+                rendered = self.runtime.render_workloads(rtype, objects)
+            else:
+                rendered = [self._render(rtype, o) for o in objects]
             return [o for o in rendered if match(o)]
 
     def _existing(self, rtype: ResourceType, namespace: str, name: str) -> dict[str, Any]:

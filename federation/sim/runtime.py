@@ -152,14 +152,37 @@ class Runtime:
         return any(self.faults.is_unhealthy(namespace, n) for n in names)
 
     def render_workload(self, rtype: ResourceType, workload: dict[str, Any]) -> dict[str, Any]:
+        namespace = workload["metadata"].get("namespace", "")
+        pods = [p for p in self.store.list_objects(self.pods, namespace) if owned_by(p, workload)]
+        return self._with_status(rtype, workload, pods)
+
+    def render_workloads(self, rtype: ResourceType, workloads: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``render_workload`` of each, reading the pods once (by owner), not once per workload: a LIST of
+        1,000 Deployments read and copied every pod of their namespace 1,000 times (2.4 s per LIST)."""
+        namespaces = {w["metadata"].get("namespace", "") for w in workloads}
+        only = next(iter(namespaces)) if len(namespaces) == 1 else None
+        by_owner: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for pod in self.store.list_objects(self.pods, only) if workloads else []:
+            namespace = pod["metadata"].get("namespace", "")
+            for ref in pod["metadata"].get("ownerReferences") or []:
+                by_owner.setdefault((namespace, str(ref.get("uid"))), []).append(pod)
+        return [self._with_status(rtype, w, by_owner.get(_owner_key(w), [])) for w in workloads]
+
+    def _with_status(
+        self, rtype: ResourceType, workload: dict[str, Any], pods: list[dict[str, Any]]
+    ) -> dict[str, Any]:
         meta = workload["metadata"]
         namespace = meta.get("namespace", "")
-        pods = [
-            self.render_pod(p) for p in self.store.list_objects(self.pods, namespace) if owned_by(p, workload)
-        ]
+        rendered = [self.render_pod(p) for p in pods]
         at = self.changed_at.get((rtype.plural, namespace, meta["name"]), meta.get("creationTimestamp", ""))
-        workload["status"] = workload_status(workload, pods, at)
+        workload["status"] = workload_status(workload, rendered, at)
         return workload
+
+
+def _owner_key(workload: dict[str, Any]) -> tuple[str, str]:
+    """How ``render_workloads`` files the pods a workload owns: its namespace and uid."""
+    meta = workload["metadata"]
+    return meta.get("namespace", ""), str(meta.get("uid"))
 
 
 def _key(pod: dict[str, Any]) -> PodKey:

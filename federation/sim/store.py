@@ -42,8 +42,9 @@ class ObjectStore:
     def list_objects(self, rtype: ResourceType, namespace: str | None = None) -> list[dict[str, Any]]:
         """Objects of ``rtype`` (in ``namespace`` when given), ordered by namespace then name."""
         with self.lock:
-            items = sorted(self._bucket(rtype).items())
-            return [copy.deepcopy(o) for (ns, _), o in items if namespace is None or ns == namespace]
+            bucket = self._bucket(rtype).items()
+            items = sorted(bucket if namespace is None else ((k, o) for k, o in bucket if k[0] == namespace))
+            return [copy.deepcopy(o) for _, o in items]
 
     def put(self, rtype: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
         """Store ``obj`` under the next resourceVersion; returns the stored copy."""
