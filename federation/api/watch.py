@@ -79,7 +79,7 @@ async def list_revision(request: Request) -> int:
     """The resourceVersion a list reports: read before the list, so a watch from it misses nothing."""
     hub = hub_for(request.app, request.app.state.ctx)
     await hub.start()
-    return hub.resolved
+    return await hub.current()
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,7 @@ events, and a stream that ends when the client leaves or the server stops."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -190,3 +191,23 @@ def test_watch_is_authorized_like_a_list(server: RunningServer) -> None:
     with server.client(viewer) as api:
         assert api.get("/api/v1/namespaces/default/secrets", params={"watch": "1"}).status_code == 403
         assert api.get(CONFIGMAPS, params={"watch": "1", "timeoutSeconds": "1"}).status_code == 200
+
+
+def test_with_no_watch_open_the_hub_polls_seldom_and_a_list_still_reports_the_latest_write(
+    server: RunningServer,
+) -> None:
+    """An idle API process does not read the change log every ``watch_poll_seconds`` just because a list
+    once started the hub; a list reads it up to now first, so list-then-watch still misses nothing."""
+    with server.client() as api:
+        api.get(CONFIGMAPS)  # starts the hub
+        hub = server.process._server.config.app.state.watch_hub
+        polls = hub.polls
+        written = api.post(CONFIGMAPS, json=configmap("a")).json()
+        time.sleep(1.0)  # five poll intervals (0.2 s), a fifth of the idle one (5 s)
+        assert hub.polls - polls <= 1
+        listing = api.get(CONFIGMAPS).json()
+        assert int(listing["metadata"]["resourceVersion"]) >= rv(written)
+        watch = WatchReader(server, CONFIGMAPS, resourceVersion=listing["metadata"]["resourceVersion"])
+        added = api.post(CONFIGMAPS, json=configmap("b")).json()
+        assert [e["object"] for e in watch.take(1)] == [added]  # the new watch woke the hub
+        watch.close()
