@@ -118,7 +118,7 @@ def _renewal(body: Any, name: str, default_duration: float) -> tuple[str, int]:
 
 def _renew(ctx: ApiContext, name: str, holder: str, duration: int) -> dict[str, Any]:
     with ctx.uow() as session:
-        if ClusterRepository(session).get(name) is None:
+        if not ClusterRepository(session).exists(name):
             raise not_found("clusters.cluster.karmada.io", name)
         lease = LeaseRepository(session).renew_cluster_lease(name, holder, datetime.now(UTC), duration)
         return lease_object(lease)

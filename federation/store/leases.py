@@ -62,6 +62,19 @@ class Lease:
         return self.expires_at is None or self.expires_at <= now
 
 
+# ``Lease``'s fields, in order, as columns of the leases table.
+_LEASE_FIELDS = (
+    "kind",
+    "name",
+    "holder",
+    "acquired_at",
+    "renew_time",
+    "duration_seconds",
+    "expires_at",
+    "transitions",
+)
+
+
 class LeaseRepository:
     def __init__(self, session: Session) -> None:
         self.session = session
@@ -69,17 +82,20 @@ class LeaseRepository:
     # -- cluster heartbeats ----------------------------------------------------------------------------
 
     def renew_cluster_lease(self, cluster: str, holder: str, now: datetime, duration_seconds: int) -> Lease:
-        """Record a heartbeat from ``cluster``'s agent (creating the lease on first renewal)."""
-        self._ensure(CLUSTER, cluster, duration_seconds)
+        """Record a heartbeat from ``cluster``'s agent (creating the lease on first renewal): one UPDATE
+        ... RETURNING for every renewal but the first (1,000 pull agents renew 100 times a second)."""
+        lease_table = table_of(LeaseRow)
         statement = (
-            update(table_of(LeaseRow))
+            update(lease_table)
             .where(LeaseRow.kind == CLUSTER, LeaseRow.name == cluster)
             .values(**self._taken(holder, now, duration_seconds))
+            .returning(*(lease_table.c[field] for field in _LEASE_FIELDS))
         )
-        self.session.execute(statement)
-        lease = self.get(CLUSTER, cluster)
-        assert lease is not None  # _ensure inserted it
-        return lease
+        row = self.session.execute(statement).one_or_none()
+        if row is None:  # the first renewal: the row is made, then taken like any other
+            self._ensure(CLUSTER, cluster, duration_seconds)
+            row = self.session.execute(statement).one()
+        return Lease(*row)
 
     def renew_cluster_leases(self, clusters: Sequence[str], now: datetime, duration_seconds: int) -> None:
         """Heartbeats for many clusters at once, each holding its own lease (the push-mode status pass):
