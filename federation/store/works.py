@@ -111,13 +111,6 @@ class WorkRepository:
         )
         return [join(row) for row in self.session.scalars(statement)]
 
-    def for_binding_ids(self, binding_ids: Sequence[int]) -> dict[int, list[dict[str, Any]]]:
-        """binding row id → its Works (by namespace, name); bindings without Works are absent."""
-        return {
-            binding_id: [join(row) for row in rows]
-            for binding_id, rows in self.rows_for_binding_ids(binding_ids).items()
-        }
-
     def status_views_for_binding_ids(self, binding_ids: Sequence[int]) -> dict[int, list[WorkStatusView]]:
         """binding row id → its Works as status aggregation reads them (``WorkStatusView``: the status and
         the manifests' identities, computed by the database, so no manifest body reaches Python); by
@@ -146,22 +139,9 @@ class WorkRepository:
             found.setdefault(int(binding_id or 0), []).append(view)
         return found
 
-    def rows_for_binding_ids(self, binding_ids: Sequence[int]) -> dict[int, list[WorkRow]]:
-        """``for_binding_ids`` as rows (for a writer that writes them back in this session)."""
-        if not binding_ids:
-            return {}
-        statement = (
-            select(WorkRow)
-            .where(WorkRow.binding_id.in_(list(binding_ids)))
-            .order_by(WorkRow.namespace, WorkRow.name)
-        )
-        found: dict[int, list[WorkRow]] = {}
-        for row in self.session.scalars(statement):
-            found.setdefault(int(row.binding_id or 0), []).append(row)
-        return found
-
     def summaries_for_binding_ids(self, binding_ids: Sequence[int]) -> dict[int, list[WorkSummary]]:
-        """``for_binding_ids`` as summaries: no manifest is loaded."""
+        """binding row id → its Works as summaries (no manifest is loaded), by namespace, name; bindings
+        without Works are absent."""
         if not binding_ids:
             return {}
         statement = (
