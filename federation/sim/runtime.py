@@ -9,6 +9,7 @@ Invariants:
 
 from __future__ import annotations
 
+import copy
 import random
 import uuid
 from collections.abc import Callable
@@ -106,9 +107,9 @@ class Runtime:
     def schedule(self) -> None:
         """Bind every pending pod that fits, first-fit in creation order; mark the rest Unschedulable."""
         nodes = self.store.list_objects(self.nodes)
-        pods = self.store.list_objects(self.pods)
+        pods = self.store.peek_objects(self.pods)  # read only: copying every pod per write was O(pods)
         free = free_capacity(nodes, pods)
-        pending = [p for p in pods if not node_name(p) and not is_terminated(p)]
+        pending = [copy.deepcopy(p) for p in pods if not node_name(p) and not is_terminated(p)]
         pending.sort(key=lambda p: (p["metadata"].get("creationTimestamp", ""), p["metadata"]["name"]))
         for pod in pending:
             host = first_fit(pod, nodes, free)

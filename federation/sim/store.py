@@ -5,7 +5,8 @@ Invariants:
   use namespace ``""``.
 - ``resourceVersion`` is one global counter: every stored write takes the next value, so versions order all
   writes. Callers hold ``lock`` across read-modify-write sequences (the store itself never calls out).
-- Stored dicts are owned by the store: ``get``/``list`` return deep copies, ``put`` stores a deep copy.
+- Stored dicts are owned by the store: ``get``/``list`` return deep copies, ``put`` stores a deep copy;
+  ``peek_objects`` hands out the stored dicts themselves, to readers that never change or keep them.
 """
 
 from __future__ import annotations
@@ -45,6 +46,12 @@ class ObjectStore:
             bucket = self._bucket(rtype).items()
             items = sorted(bucket if namespace is None else ((k, o) for k, o in bucket if k[0] == namespace))
             return [copy.deepcopy(o) for _, o in items]
+
+    def peek_objects(self, rtype: ResourceType) -> list[dict[str, Any]]:
+        """``list_objects`` without the copies, for a reader under ``lock`` that neither changes nor keeps
+        what it reads (the scheduler's capacity count reads every pod on every write)."""
+        with self.lock:
+            return [o for _, o in sorted(self._bucket(rtype).items())]
 
     def put(self, rtype: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
         """Store ``obj`` under the next resourceVersion; returns the stored copy."""
