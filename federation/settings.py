@@ -72,7 +72,8 @@ class ApiSettings(Section):
     # Plain HTTP, only on request (behind a proxy that terminates TLS): kubectl then never sends the token.
     insecure_http: bool = False
     # Watch (``?watch=1``): how long the change log keeps events (a watch from an older resourceVersion gets
-    # 410 Expired and relists; kube-apiserver compacts etcd every 5m), how often it is read, how long a
+    # 410 Expired and relists; kube-apiserver compacts etcd every 5m), how often it is read while a watch is
+    # open (with none open: every 5 s, and before each list; ``api.watchhub``), how long a
     # watch without ``timeoutSeconds`` lasts (kube-apiserver's --min-request-timeout) and how often a watch
     # with ``allowWatchBookmarks`` hears a BOOKMARK when nothing else happened.
     watch_window_seconds: float = Field(300.0, gt=0)
