@@ -27,7 +27,7 @@ from federation.api.auth import authorize
 from federation.api.bodies import BodyLimit, SafeJSONResponse
 from federation.api.context import ApiContext, authenticate
 from federation.api.extensions import register_extensions
-from federation.api.metrics import RequestMetrics
+from federation.api.metrics import MetricsMiddleware, RequestMetrics
 from federation.api.patch_body import field_manager, read_body, write_options
 from federation.api.paths import DiscoveryPath, ObjectPath, PathError, parse
 from federation.api.status import StatusError, bad_request, method_not_allowed, not_found
@@ -48,7 +48,7 @@ def create_app(ctx: ApiContext) -> FastAPI:
     # limit answers and the 500/503s the error boundary (innermost) answers.
     errors.install(app, ctx.outage)
     app.add_middleware(BodyLimit, max_bytes=ctx.settings.api.max_request_body_bytes)
-    app.middleware("http")(RequestMetrics(ctx.registry).middleware)
+    app.add_middleware(MetricsMiddleware, metrics=RequestMetrics(ctx.registry))
     _health_routes(app, ctx)
     register_extensions(app, ctx)
     _resource_routes(app, ctx)

@@ -229,5 +229,8 @@ def test_discovery(federation_server):
         assert short["resourcebindings"] == ["rb"]
         assert http.get("/api").json()["versions"] == ["v1"]
         assert "paths" in http.get("/openapi.json").json()
-        assert "federation_api_requests_total" in http.get("/metrics").text
+        assert http.get(f"{PATHS['Deployment']}/absent").status_code == 404
+        metrics = http.get("/metrics").text
+        assert 'federation_api_requests_total{code="404",method="GET"}' in metrics
+        assert 'federation_api_request_duration_seconds_count{method="GET"}' in metrics
         assert http.get("/version").json()["gitVersion"].startswith("v")
