@@ -139,8 +139,11 @@ class ChangeHub:
         the log is read up to now first when the last poll is older than ``poll_seconds`` (concurrent lists
         share that poll)."""
         assert self._loop is not None
-        while not self._subscriptions and await self.step(older_than=self._poll_seconds):
-            pass  # a full batch: more of the log is waiting
+        if self._subscriptions:
+            return self.resolved  # the watches keep the hub polling every poll_seconds
+        full = await self.step(older_than=self._poll_seconds)
+        while full and not self._subscriptions:  # a full batch: more of the log is waiting
+            full = await self.step()
         return self.resolved
 
     def _start_position(self) -> int:
