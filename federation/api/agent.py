@@ -33,7 +33,6 @@ from federation.api.context import ApiContext, authenticate
 from federation.api.paths import ObjectPath
 from federation.api.status import StatusError, bad_request, conflict, not_found, success
 from federation.model.work import execution_namespace
-from federation.store.clusters import ClusterRepository
 from federation.store.errors import Conflict
 from federation.store.leases import CLUSTER, Lease, LeaseRepository
 from federation.store.works import WorkRepository
@@ -118,9 +117,11 @@ def _renewal(body: Any, name: str, default_duration: float) -> tuple[str, int]:
 
 def _renew(ctx: ApiContext, name: str, holder: str, duration: int) -> dict[str, Any]:
     with ctx.uow() as session:
-        if not ClusterRepository(session).exists(name):
+        lease = LeaseRepository(session).renew_registered_cluster_lease(
+            name, holder, datetime.now(UTC), duration
+        )
+        if lease is None:
             raise not_found("clusters.cluster.karmada.io", name)
-        lease = LeaseRepository(session).renew_cluster_lease(name, holder, datetime.now(UTC), duration)
         return lease_object(lease)
 
 

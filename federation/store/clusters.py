@@ -33,10 +33,6 @@ class ClusterRepository:
     def get(self, name: str) -> dict[str, Any] | None:
         return self.objects.get("", name)
 
-    def exists(self, name: str) -> bool:
-        """Whether a cluster of that name is registered (its id read, not its manifest)."""
-        return self.session.scalar(select(ClusterRow.id).where(ClusterRow.name == name)) is not None
-
     def all(self) -> list[dict[str, Any]]:
         """Every cluster, by name (one query; a fleet is hundreds of rows, not millions)."""
         return self._where(true())

@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Select, case, literal, or_, select, update
+from sqlalchemy import Select, case, exists, literal, or_, select, update
 from sqlalchemy.orm import Session
 
 from federation.store import dialect
-from federation.store.tables import LeaseRow, table_of
+from federation.store.tables import ClusterRow, LeaseRow, table_of
 from federation.store.types import UTCDateTime
 
 CLUSTER = "cluster"
@@ -82,17 +82,37 @@ class LeaseRepository:
     # -- cluster heartbeats ----------------------------------------------------------------------------
 
     def renew_cluster_lease(self, cluster: str, holder: str, now: datetime, duration_seconds: int) -> Lease:
-        """Record a heartbeat from ``cluster``'s agent (creating the lease on first renewal): one UPDATE
-        ... RETURNING for every renewal but the first (1,000 pull agents renew 100 times a second)."""
+        """Record a heartbeat from ``cluster``'s agent (creating the lease on first renewal)."""
+        lease = self._renew(cluster, holder, now, duration_seconds, registered_only=False)
+        assert lease is not None  # only a registered-only renewal is refused
+        return lease
+
+    def renew_registered_cluster_lease(
+        self, cluster: str, holder: str, now: datetime, duration_seconds: int
+    ) -> Lease | None:
+        """``renew_cluster_lease`` for a cluster that is registered; None (nothing written) when it is not.
+        Every renewal but the first is one statement: the UPDATE checks the cluster and returns the lease
+        (1,000 pull agents renew 100 times a second)."""
+        return self._renew(cluster, holder, now, duration_seconds, registered_only=True)
+
+    def _renew(
+        self, cluster: str, holder: str, now: datetime, duration_seconds: int, *, registered_only: bool
+    ) -> Lease | None:
         lease_table = table_of(LeaseRow)
+        conditions = [LeaseRow.kind == CLUSTER, LeaseRow.name == cluster]
+        registered = exists().where(ClusterRow.name == cluster)
+        if registered_only:
+            conditions.append(registered)
         statement = (
             update(lease_table)
-            .where(LeaseRow.kind == CLUSTER, LeaseRow.name == cluster)
+            .where(*conditions)
             .values(**self._taken(holder, now, duration_seconds))
             .returning(*(lease_table.c[field] for field in _LEASE_FIELDS))
         )
         row = self.session.execute(statement).one_or_none()
-        if row is None:  # the first renewal: the row is made, then taken like any other
+        if row is None:  # the first renewal (the row is made, then taken like any other), or no such cluster
+            if registered_only and not self.session.scalar(select(registered)):
+                return None
             self._ensure(CLUSTER, cluster, duration_seconds)
             row = self.session.execute(statement).one()
         return Lease(*row)

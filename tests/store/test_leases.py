@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from federation.store import LeaseRepository, UnitOfWork
+from federation.store import LeaseRepository, UnitOfWork, objects
 
+from .factories import make_cluster
 from .support import T0
 
 
@@ -76,3 +77,22 @@ def test_batched_cluster_lease_renewal(uow: UnitOfWork) -> None:
     assert found["member1"].holder == "member1" and found["member1"].expires_at == at(50)
     assert found["member2"].renew_time == at(0) and found["member2"].expired(at(40))
     assert found["member3"].acquired_at == at(10)
+
+
+def test_a_registered_only_renewal_refuses_an_unknown_cluster_and_writes_nothing(uow: UnitOfWork) -> None:
+    with uow() as session:
+        objects(session, "cluster.karmada.io/v1alpha1", "Cluster").create(make_cluster("edge"))
+    with uow() as session:
+        leases = LeaseRepository(session)
+        assert leases.renew_registered_cluster_lease("gone", "gone", at(0), 40) is None
+        first = leases.renew_registered_cluster_lease("edge", "agent", at(0), 40)
+        again = leases.renew_registered_cluster_lease("edge", "agent", at(10), 40)
+    assert first is not None and again is not None
+    assert (again.holder, again.acquired_at, again.renew_time, again.expires_at) == (
+        "agent",
+        at(0),
+        at(10),
+        at(50),
+    )
+    with uow() as session:
+        assert [lease.name for lease in LeaseRepository(session).cluster_leases()] == ["edge"]
