@@ -101,7 +101,7 @@ class ChangeHub:
         self._last_poll = 0.0  # the loop's clock at the end of the last poll
         self._task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self.polls = 0
+        self.polls = 0  # polls made, for tests and for a reader of the hub's cost
 
     @property
     def resolved(self) -> int:

@@ -14,7 +14,7 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -62,17 +62,8 @@ class Lease:
         return self.expires_at is None or self.expires_at <= now
 
 
-# ``Lease``'s fields, in order, as columns of the leases table.
-_LEASE_FIELDS = (
-    "kind",
-    "name",
-    "holder",
-    "acquired_at",
-    "renew_time",
-    "duration_seconds",
-    "expires_at",
-    "transitions",
-)
+# The leases table's columns an UPDATE ... RETURNING reads back: one per ``Lease`` field, of the same name.
+_LEASE_FIELDS = tuple(f.name for f in fields(Lease))
 
 
 class LeaseRepository:
@@ -115,7 +106,7 @@ class LeaseRepository:
                 return None
             self._ensure(CLUSTER, cluster, duration_seconds)
             row = self.session.execute(statement).one()
-        return Lease(*row)
+        return Lease(**row._mapping)
 
     def renew_cluster_leases(self, clusters: Sequence[str], now: datetime, duration_seconds: int) -> None:
         """Heartbeats for many clusters at once, each holding its own lease (the push-mode status pass):
