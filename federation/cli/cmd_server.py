@@ -99,6 +99,7 @@ def serve_command(
     logging.basicConfig(
         level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
     )
+    server.cap_malloc_arenas()
     process = server.ServerProcess(settings, run_controllers=controllers)
     # From here on SIGINT and SIGTERM stop the process cleanly and it exits 0, also while it starts (the
     # controllers, and with them the leader lease, start before it serves).

@@ -38,7 +38,7 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Protocol
+from typing import Any, Protocol, cast
 
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
@@ -101,16 +101,36 @@ class Reconciler(Protocol):
 
 
 @functools.cache
-def _malloc_trim() -> Callable[[int], int] | None:
-    """glibc's ``malloc_trim``, or None (musl, macOS, Windows: nothing to do)."""
+def _glibc(name: str) -> Any | None:
+    """A function of glibc by name, or None (musl, macOS, Windows: nothing to do)."""
     try:
-        name = ctypes.util.find_library("c")
-        trim = getattr(ctypes.CDLL(name), "malloc_trim", None) if name else None
+        library = ctypes.util.find_library("c")
+        return getattr(ctypes.CDLL(library), name, None) if library else None
     except OSError:
         return None
+
+
+def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's ``malloc_trim``, or None."""
+    trim = _glibc("malloc_trim")
     if trim is not None:
         trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
-    return trim
+    return cast("Callable[[int], int] | None", trim)
+
+
+# glibc's ``mallopt`` parameter for the number of arenas (``M_ARENA_MAX`` in malloc.h).
+_M_ARENA_MAX = -8
+
+
+def limit_malloc_arenas(count: int) -> bool:
+    """Cap glibc's malloc arenas (``mallopt(M_ARENA_MAX)``, what ``MALLOC_ARENA_MAX`` sets); False where there
+    is no glibc or the cap was refused. Call before threads start: glibc gives each thread that contends for
+    an arena one of its own (up to 8 per core), and memory a pass freed stays in that thread's arena."""
+    mallopt = _glibc("mallopt")
+    if mallopt is None:
+        return False
+    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    return bool(mallopt(_M_ARENA_MAX, count))
 
 
 def release_free_memory() -> bool:

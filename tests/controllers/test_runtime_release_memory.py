@@ -5,9 +5,17 @@ small ones."""
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 from dataclasses import dataclass
 
-from federation.controllers.runtime import ControllerRunner, FakeClock, Outcome, release_free_memory
+from federation.controllers.runtime import (
+    ControllerRunner,
+    FakeClock,
+    Outcome,
+    limit_malloc_arenas,
+    release_free_memory,
+)
 from federation.store.db import UnitOfWork
 from tests.controllers.test_change_feed_and_idle_gate import uow
 
@@ -53,3 +61,13 @@ def test_free_memory_is_released_once_after_large_passes_only(uow: UnitOfWork) -
 
 def test_release_free_memory_is_safe_to_call_anywhere() -> None:
     assert release_free_memory() in (True, False)  # False where there is no glibc
+
+
+def test_capping_malloc_arenas_is_safe_to_call_anywhere() -> None:
+    # glibc accepts the cap (mallopt returns 1); elsewhere there is nothing to cap.
+    assert limit_malloc_arenas(2) is _has_mallopt()
+
+
+def _has_mallopt() -> bool:
+    library = ctypes.util.find_library("c")
+    return library is not None and hasattr(ctypes.CDLL(library), "mallopt")
