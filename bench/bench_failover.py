@@ -449,6 +449,20 @@ def report(results: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def run_series(
+    args: argparse.Namespace, run: Callable[[argparse.Namespace], dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """``args.runs`` runs of ``run``; with ``--json`` each result is printed as one line as soon as it ends
+    (a long series can be read while it runs)."""
+    results = []
+    for _ in range(args.runs):
+        result = run(args)
+        results.append(result)
+        if args.json:
+            print(json.dumps(result), flush=True)
+    return results
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -472,12 +486,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.database_url and args.runs > 1:
         parser.error("--runs needs a fresh database per run: leave --database-url out")
-    results = []
-    for _ in range(args.runs):
-        result = run_once(args)
-        results.append(result)
-        if args.json:
-            print(json.dumps(result), flush=True)
+    results = run_series(args, run_once)
     if not args.json:
         print(report(results))
     sys.stdout.flush()

@@ -17,7 +17,6 @@ per run; the JSON lines (``--json``) or a table.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import tempfile
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from bench_failover import run_series
 from pipeline_bench.database import database_url, fresh_database
 from pipeline_bench.leases import agent_names, join_agents, renew
 from pipeline_bench.processes import wait_for
@@ -134,12 +134,7 @@ def main() -> None:
     parser.add_argument("--pg-admin-url", default=PG_ADMIN_URL)
     parser.add_argument("--json", action="store_true", help="one JSON line per run")
     args = parser.parse_args()
-    results = []
-    for _ in range(args.runs):
-        result = run_once(args)
-        results.append(result)
-        if args.json:
-            print(json.dumps(result), flush=True)
+    results = run_series(args, run_once)
     if not args.json:
         columns = ["renewals_per_s", "p50_ms", "p99_ms", "server_cpu_ms_per_renewal"]
         columns.append("statements_per_renewal")

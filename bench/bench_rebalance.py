@@ -53,6 +53,7 @@ from bench_failover import (
     Bench,
     Step,
     cluster_status,
+    run_series,
 )
 from sqlalchemy import select
 
@@ -433,12 +434,7 @@ def main(argv: list[str] | None = None) -> None:
     args.placement = "dynamic"  # bench_failover's set-up: Divided, dynamicWeight AvailableReplicas
     if args.database_url and args.runs > 1:
         parser.error("--runs needs a fresh database per run: leave --database-url out")
-    results = []
-    for _ in range(args.runs):
-        result = run_once(args)
-        results.append(result)
-        if args.json:
-            print(json.dumps(result), flush=True)
+    results = run_series(args, run_once)
     if not args.json:
         print(report(results))
     sys.stdout.flush()

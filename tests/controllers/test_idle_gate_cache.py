@@ -13,6 +13,7 @@ from sqlalchemy import ColumnElement, Engine, literal_column
 from federation.controllers.idle_gate import CACHED_SHAPES, IdleGate
 from federation.store import migrate
 from federation.store.db import UnitOfWork, make_engine
+from tests.controllers.test_change_feed_and_idle_gate import Monotonic
 
 NAMES = [f"r{i}" for i in range(6)]
 
@@ -28,13 +29,6 @@ def engine(database_url: str) -> Iterator[Engine]:
     made = make_engine(database_url)
     yield made
     made.dispose()
-
-
-class Monotonic:
-    at = 100.0
-
-    def __call__(self) -> float:
-        return self.at
 
 
 def _compiled(engine: Engine) -> int:
