@@ -20,23 +20,9 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator,
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from federation.model.quantity import to_milli
+from federation.paths import KUBECONFIG_NAME, default_data_dir
 from federation.scheduling.types import DEFAULT_SCORE_WEIGHTS, check_score_weights
 from federation.settings_extenders import ExtenderSettings
-
-
-def default_data_dir() -> Path:
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "federation"
-
-
-KUBECONFIG_NAME = "federation.kubeconfig"
-
-
-def default_kubeconfig_path() -> Path:
-    """The kubeconfig `serve`/`up` write under the default data directory (``FEDERATION_DATA_DIR`` when set):
-    what the CLI reads when neither ``--kubeconfig`` nor ``KUBECONFIG`` names one."""
-    data_dir = os.environ.get("FEDERATION_DATA_DIR")
-    return (Path(data_dir).expanduser() if data_dir else default_data_dir()) / KUBECONFIG_NAME
 
 
 def legacy_client_config_path() -> Path:

@@ -28,7 +28,7 @@ from typing import Any
 import yaml
 
 from federation.apiclient import tls_verify
-from federation.settings import default_kubeconfig_path
+from federation.paths import default_kubeconfig_path
 
 NAMED_SECTIONS = ("clusters", "users", "contexts")
 # kubeconfig keys that name files, per section entry (resolved against the file that holds them).
