@@ -72,12 +72,35 @@ class SimCluster:
         self, rtype: ResourceType, namespace: str | None, match: Predicate
     ) -> list[dict[str, Any]]:
         with self.store.lock:
-            objects = self.store.list_objects(rtype, namespace)
-            if is_workload(rtype):
-                rendered = self.runtime.render_workloads(rtype, objects)
-            else:
-                rendered = [self._render(rtype, o) for o in objects]
-            return [o for o in rendered if match(o)]
+            return [o for o in self._rendered(rtype, self.store.list_objects(rtype, namespace)) if match(o)]
+
+    def list_page(
+        self,
+        rtype: ResourceType,
+        namespace: str | None,
+        labels: Predicate,
+        fields: Predicate | None,
+        start: int,
+        size: int | None,
+    ) -> tuple[list[dict[str, Any]], int]:
+        """Objects ``start`` to ``start + size`` (all from ``start`` when ``size`` is None) of those a LIST
+        selects, rendered, and how many it selects in all. Without a field selector the page is cut before
+        rendering (labels are not rendered): a paged LIST of N objects copies and renders N objects, not N
+        per page. A field selector may name rendered status (``status.phase``): everything is rendered."""
+        end = None if size is None else start + size
+        with self.store.lock:
+            if fields is not None:
+                selected = self.list_objects(rtype, namespace, lambda o: labels(o) and fields(o))
+                return selected[start:end], len(selected)
+            matching = [o for o in self.store.peek_objects(rtype, namespace) if labels(o)]
+            page = [copy.deepcopy(o) for o in matching[start:end]]
+            return self._rendered(rtype, page), len(matching)
+
+    def _rendered(self, rtype: ResourceType, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Copies of stored objects with their server-owned status filled in (changed in place)."""
+        if is_workload(rtype):
+            return self.runtime.render_workloads(rtype, objects)
+        return [self._render(rtype, o) for o in objects]
 
     def _existing(self, rtype: ResourceType, namespace: str, name: str) -> dict[str, Any]:
         obj = self.store.get(rtype, namespace if rtype.namespaced else "", name)

@@ -17,9 +17,9 @@ from typing import Any
 
 from federation.sim.config import Faults, SimulatorConfig
 from federation.sim.kinds import Registry, ResourceType
+from federation.sim.ledger import CapacityLedger
 from federation.sim.pods import (
     first_fit,
-    free_capacity,
     is_terminated,
     node_name,
     pending_status,
@@ -57,6 +57,7 @@ class Runtime:
         self.nodes = _must(registry.lookup("", "nodes"))
         self.bound_at: dict[PodKey, float] = {}
         self.changed_at: dict[tuple[str, str, str], str] = {}
+        self.ledger = CapacityLedger(store, self.pods)
         self._ip = 0
 
     # --- writes --------------------------------------------------------------------------------
@@ -77,7 +78,9 @@ class Runtime:
 
     def reconcile(self, workload: dict[str, Any]) -> None:
         namespace = workload["metadata"].get("namespace", "")
-        pods = [p for p in self.store.list_objects(self.pods, namespace) if owned_by(p, workload)]
+        pods = [
+            copy.deepcopy(p) for p in self.store.peek_objects(self.pods, namespace) if owned_by(p, workload)
+        ]
         plan = plan_pods(workload, pods, self.rng)
         for name in plan.delete:
             self.remove_pod(namespace, name)
@@ -92,9 +95,13 @@ class Runtime:
     def delete_owned(self, rtype: ResourceType, workload: dict[str, Any]) -> None:
         """Cascade: remove the workload's pods and let pending pods take the freed room."""
         namespace = workload["metadata"].get("namespace", "")
-        for pod in self.store.list_objects(self.pods, namespace):
-            if owned_by(pod, workload):
-                self.remove_pod(namespace, pod["metadata"]["name"])
+        owned = [
+            p["metadata"]["name"]
+            for p in self.store.peek_objects(self.pods, namespace)
+            if owned_by(p, workload)
+        ]
+        for name in owned:
+            self.remove_pod(namespace, name)
         self.changed_at.pop((rtype.plural, namespace, workload["metadata"]["name"]), None)
         self.schedule()
 
@@ -106,10 +113,13 @@ class Runtime:
 
     def schedule(self) -> None:
         """Bind every pending pod that fits, first-fit in creation order; mark the rest Unschedulable."""
+        self.ledger.refresh()  # the pods written since the last call, not every pod
+        if not self.ledger.waiting:
+            return
         nodes = self.store.list_objects(self.nodes)
-        pods = self.store.peek_objects(self.pods)  # read only: copying every pod per write was O(pods)
-        free = free_capacity(nodes, pods)
-        pending = [copy.deepcopy(p) for p in pods if not node_name(p) and not is_terminated(p)]
+        free = self.ledger.free(nodes)
+        waiting = (self.store.peek(self.pods, key) for key in self.ledger.waiting)
+        pending = [copy.deepcopy(pod) for pod in waiting if pod is not None]
         pending.sort(key=lambda p: (p["metadata"].get("creationTimestamp", ""), p["metadata"]["name"]))
         for pod in pending:
             host = first_fit(pod, nodes, free)
@@ -163,10 +173,14 @@ class Runtime:
         namespaces = {w["metadata"].get("namespace", "") for w in workloads}
         only = next(iter(namespaces)) if len(namespaces) == 1 else None
         by_owner: dict[tuple[str, str], list[dict[str, Any]]] = {}
-        for pod in self.store.list_objects(self.pods, only) if workloads else []:
+        # Read in place, not copied: only the pods a workload owns are copied (``render_pod`` sets their
+        # status), shallowly: a page of workloads no longer copies every pod of the cluster.
+        for pod in self.store.peek_objects(self.pods, only) if workloads else []:
             namespace = pod["metadata"].get("namespace", "")
+            if namespace not in namespaces:
+                continue
             for ref in pod["metadata"].get("ownerReferences") or []:
-                by_owner.setdefault((namespace, str(ref.get("uid"))), []).append(pod)
+                by_owner.setdefault((namespace, str(ref.get("uid"))), []).append(dict(pod))
         return [self._with_status(rtype, w, by_owner.get(_owner_key(w), [])) for w in workloads]
 
     def _with_status(

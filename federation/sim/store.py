@@ -6,7 +6,8 @@ Invariants:
 - ``resourceVersion`` is one global counter: every stored write takes the next value, so versions order all
   writes. Callers hold ``lock`` across read-modify-write sequences (the store itself never calls out).
 - Stored dicts are owned by the store: ``get``/``list`` return deep copies, ``put`` stores a deep copy;
-  ``peek_objects`` hands out the stored dicts themselves, to readers that never change or keep them.
+  ``peek``/``peek_objects`` hand out the stored dicts themselves, to readers that never change or keep them.
+- ``put`` and ``remove`` are the only writes: each adds the object's key to every ``track`` set of its type.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ class ObjectStore:
         self.lock = threading.RLock()
         self._rv = 0
         self._objects: dict[tuple[str, str], dict[ObjKey, dict[str, Any]]] = {}
+        self._trackers: dict[tuple[str, str], list[set[ObjKey]]] = {}
 
     @property
     def resource_version(self) -> str:
@@ -40,18 +42,34 @@ class ObjectStore:
             obj = self._bucket(rtype).get((namespace, name))
             return copy.deepcopy(obj) if obj is not None else None
 
+    def peek(self, rtype: ResourceType, key: ObjKey) -> dict[str, Any] | None:
+        """``get`` without the copy, for a reader under ``lock`` that neither changes nor keeps it."""
+        return self._bucket(rtype).get(key)
+
+    def track(self, rtype: ResourceType) -> set[ObjKey]:
+        """A set the store adds the key of every object of ``rtype`` written or removed to, from now on;
+        it starts with every key there is. Its owner reads and clears it under ``lock``."""
+        with self.lock:
+            keys = set(self._bucket(rtype))
+            self._trackers.setdefault(rtype.key, []).append(keys)
+            return keys
+
+    def _touched(self, rtype: ResourceType, key: ObjKey) -> None:
+        for keys in self._trackers.get(rtype.key, ()):
+            keys.add(key)
+
     def list_objects(self, rtype: ResourceType, namespace: str | None = None) -> list[dict[str, Any]]:
         """Objects of ``rtype`` (in ``namespace`` when given), ordered by namespace then name."""
         with self.lock:
-            bucket = self._bucket(rtype).items()
-            items = sorted(bucket if namespace is None else ((k, o) for k, o in bucket if k[0] == namespace))
-            return [copy.deepcopy(o) for _, o in items]
+            return [copy.deepcopy(o) for o in self.peek_objects(rtype, namespace)]
 
-    def peek_objects(self, rtype: ResourceType) -> list[dict[str, Any]]:
+    def peek_objects(self, rtype: ResourceType, namespace: str | None = None) -> list[dict[str, Any]]:
         """``list_objects`` without the copies, for a reader under ``lock`` that neither changes nor keeps
-        what it reads (the scheduler's capacity count reads every pod on every write)."""
+        what it reads (a LIST page copies only the objects of its page)."""
         with self.lock:
-            return [o for _, o in sorted(self._bucket(rtype).items())]
+            bucket = self._bucket(rtype).items()
+            selected = bucket if namespace is None else [(k, o) for k, o in bucket if k[0] == namespace]
+            return [o for _, o in sorted(selected)]
 
     def put(self, rtype: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
         """Store ``obj`` under the next resourceVersion; returns the stored copy."""
@@ -61,6 +79,7 @@ class ObjectStore:
             meta["resourceVersion"] = str(self._rv)
             key = (meta.get("namespace", "") if rtype.namespaced else "", meta["name"])
             self._bucket(rtype)[key] = copy.deepcopy(obj)
+            self._touched(rtype, key)
             return copy.deepcopy(obj)
 
     def remove(self, rtype: ResourceType, namespace: str, name: str) -> dict[str, Any] | None:
@@ -68,6 +87,7 @@ class ObjectStore:
             removed = self._bucket(rtype).pop((namespace, name), None)
             if removed is not None:
                 self._rv += 1
+                self._touched(rtype, (namespace, name))
             return removed
 
     def namespaces_in_use(self) -> dict[tuple[str, str], list[ObjKey]]:

@@ -223,3 +223,42 @@ def test_unknown_kinds_are_stored_as_is(sim: RunningSimulator) -> None:
         name="w", namespace="default", body={"spec": {"size": 4}}, content_type="application/merge-patch+json"
     )
     assert merged.spec.size == 4
+
+
+def test_a_paged_list_by_label_returns_each_selected_object_once_with_its_status(
+    sim: RunningSimulator,
+) -> None:
+    """``limit``/``continue`` over namespaces, a label selector and a field selector: the pages are cut
+    before status is rendered (labels are not rendered), so each page must still carry its status."""
+    core, apps = k8s.CoreV1Api(_api(sim)), k8s.AppsV1Api(_api(sim))
+    for namespace in ("a", "b"):
+        core.create_namespace({"metadata": {"name": namespace}})
+    deploys = _deployments(sim)
+    names = [(ns, f"web{i}") for ns in ("a", "b") for i in range(3)]
+    for namespace, name in names:
+        body = deployment(name, 1, namespace=namespace)
+        body["metadata"]["labels"]["tier"] = "front" if name != "web1" else "back"
+        deploys.server_side_apply(body=body, field_manager="federation", force_conflicts=True)
+    wait_for(
+        lambda: all(d.status.ready_replicas == 1 for d in apps.list_deployment_for_all_namespaces().items),
+        what="every Deployment ready",
+    )
+
+    seen, token, remaining = [], None, []
+    while True:
+        page = apps.list_deployment_for_all_namespaces(label_selector="tier=front", limit=2, _continue=token)
+        seen += [(d.metadata.namespace, d.metadata.name, d.status.ready_replicas) for d in page.items]
+        token = page.metadata._continue
+        if not token:
+            break
+        remaining.append(page.metadata.remaining_item_count)
+    assert seen == [(ns, name, 1) for ns, name in names if name != "web1"]
+    assert remaining == [2]  # 4 selected: a page of 2, then the last 2
+
+    running = core.list_pod_for_all_namespaces(field_selector="status.phase=Running", limit=4)
+    assert len(running.items) == 4 and running.metadata.remaining_item_count == 2
+    assert all(p.status.phase == "Running" for p in running.items)
+
+
+def _api(sim: RunningSimulator) -> k8s.ApiClient:
+    return kconfig.new_client_from_config_dict(sim.kubeconfig)
