@@ -22,6 +22,8 @@ import statistics
 import time
 from typing import Any
 
+from pipeline_bench.workload import deployment
+
 from federation.members.client import KubernetesMemberClient
 from federation.sim import run_simulator_in_thread
 from federation.sim.config import SimulatorConfig
@@ -29,25 +31,11 @@ from federation.sim.config import SimulatorConfig
 MANAGED = "karmada.io/managed"
 
 
-def deployment(name: str, namespace: str) -> dict[str, Any]:
-    labels = {"app": name}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "namespace": namespace, "labels": {**labels, MANAGED: "true"}},
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {
-                    "containers": [
-                        {"name": "app", "image": "nginx", "resources": {"requests": {"cpu": "10m"}}}
-                    ]
-                },
-            },
-        },
-    }
+def managed_deployment(name: str, namespace: str) -> dict[str, Any]:
+    """The pipeline's Deployment (1 replica) as work sync applies it: labelled managed."""
+    body = deployment(name, namespace, 1)
+    body["metadata"]["labels"][MANAGED] = "true"
+    return body
 
 
 class _Pages:
@@ -73,7 +61,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             if i % args.per_namespace == 0:
                 member.ensure_namespace(namespace)
             started = time.perf_counter()
-            member.apply(deployment(f"app{i}", namespace))
+            member.apply(managed_deployment(f"app{i}", namespace))
             seconds.append(time.perf_counter() - started)
         tail = seconds[-max(1, len(seconds) // 10) :]
         lists, summaries = [], []

