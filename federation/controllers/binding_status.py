@@ -201,10 +201,9 @@ class BindingStatusController:
 
     def _changed(self, now: datetime) -> list[int]:
         with self.uow() as session:
-            from_works = WorkRepository(session).binding_ids_changed_since(self.works_feed.since(now))
-            from_bindings = BindingRepository(session).changed_since(self.bindings_feed.since(now))
-        self.works_feed.saw(at for _, at in from_works)
-        self.bindings_feed.saw(at for _, at in from_bindings)
+            works = WorkRepository(session).binding_ids_changed_since(self.works_feed.since(now))
+            bindings = BindingRepository(session).changed_since(self.bindings_feed.since(now))
+        from_works, from_bindings = self.works_feed.take(works), self.bindings_feed.take(bindings)
         return sorted(self.retries.select([*from_works, *from_bindings], now))
 
     def _aggregate_batch(self, ids: Sequence[int]) -> int:
@@ -255,6 +254,8 @@ class BindingStatusController:
                 changed_templates[template_row.id] = template_row
         written = bulkflush.flush_rows(session, changed_bindings)
         written += bulkflush.flush_rows(session, list(changed_templates.values()))
+        # Status-only writes of our own: the feed need not hand these bindings back next pass.
+        self.bindings_feed.own((row.id, row.updated_at, row.resource_version) for row in changed_bindings)
         self.retries.succeeded(list(bindings))
         return written
 

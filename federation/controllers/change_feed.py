@@ -23,13 +23,26 @@ Invariants:
   ask it from another thread between passes).
 - Deleted rows never show up here: consumers learn about deletions through a row that changed with them
   (a Work is tombstoned before it is removed) or through the full resync.
+- A row re-read inside the window is news only if it was written since a committed pass handed it out:
+  ``take`` gets each row's identity and resourceVersion (which every write moves, even when the writers'
+  clocks stand still) and drops the rows an earlier committed pass delivered at the same version, and the
+  rows the consumer wrote itself (``own``). Without this, every pass of the window re-did the work of the
+  previous ones (binding status re-aggregated every binding written in the last ``overlap``; a restart
+  repeated its full pass' work for the last burst of writes until the window settled). What is remembered
+  is bounded by the window: a row stamped at or before ``watermark - overlap`` is never read again before
+  the next full pass, which forgets everything and hands out every row.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import TypeVar
+
+T = TypeVar("T")
+# (what the consumer works on, the row's updated_at, the row's identity, its resourceVersion)
+FeedRow = tuple[T, datetime, Hashable, int]
 
 DEFAULT_OVERLAP = timedelta(seconds=5)
 DEFAULT_RESYNC_SECONDS = 600.0
@@ -45,11 +58,18 @@ class ChangeFeed:
     _last_full: datetime | None = field(default=None, init=False)
     _pending_full: bool = field(default=False, init=False)
     _pending_mark: datetime | None = field(default=None, init=False)
+    # Row identity → (updated_at, resourceVersion) handed out (or written by the consumer) by committed
+    # passes, for the rows the window can still re-read; and this pass's, until ``commit``.
+    _delivered: dict[Hashable, tuple[datetime, int]] = field(default_factory=dict, init=False)
+    _pending_rows: dict[Hashable, tuple[datetime, int]] = field(default_factory=dict, init=False)
 
     def since(self, now: datetime) -> datetime | None:
         """Lower bound (exclusive) of ``updated_at`` to read this pass; None means every row."""
         self._pending_full = self.full_due(now)
         self._pending_mark = None  # a pass that failed before ``commit`` left nothing behind
+        self._pending_rows = {}
+        if self._pending_full:
+            self._delivered.clear()  # the safety net hands out every row, whatever was handled before
         return self.bound(now)
 
     def bound(self, now: datetime) -> datetime | None:
@@ -68,6 +88,25 @@ class ChangeFeed:
             if self._pending_mark is None or stamp > self._pending_mark:
                 self._pending_mark = stamp
 
+    def take(self, rows: Iterable[FeedRow[T]]) -> list[tuple[T, datetime]]:
+        """``saw`` for rows that carry their identity and resourceVersion: (target, updated_at) of those no
+        committed pass handed out at that version already (the others are not news)."""
+        fresh: list[tuple[T, datetime]] = []
+        delivered, pending = self._delivered, self._pending_rows
+        for target, stamp, key, version in rows:
+            if self._pending_mark is None or stamp > self._pending_mark:
+                self._pending_mark = stamp
+            pending[key] = (stamp, version)
+            if key not in delivered or delivered[key][1] != version:
+                fresh.append((target, stamp))
+        return fresh
+
+    def own(self, rows: Iterable[tuple[Hashable, datetime, int]]) -> None:
+        """(identity, updated_at, resourceVersion) of rows the consumer itself wrote this pass: what it wrote
+        is what it wants, so a later pass does not hand them out again unless someone writes them since."""
+        for key, stamp, version in rows:
+            self._pending_rows[key] = (stamp, version)
+
     def commit(self, now: datetime) -> None:
         """The pass succeeded: move the watermark past the rows it read."""
         if self._pending_mark is not None and (
@@ -80,9 +119,28 @@ class ChangeFeed:
             self._moved_at = now  # what a full read saw gets its overlap again
         self._pending_mark = None
         self._pending_full = False
+        self._delivered.update(self._pending_rows)
+        self._pending_rows = {}
+        self._forget_unreadable()
+
+    @property
+    def remembered(self) -> int:
+        """How many rows the feed remembers as handed out (bounded by the window)."""
+        return len(self._delivered)
+
+    def _forget_unreadable(self) -> None:
+        """Drop the rows no pass can re-read before the next full one (stamped at or before the window)."""
+        if self._watermark is None:
+            self._delivered.clear()
+            return
+        floor = self._watermark - self.overlap
+        stale = [key for key, (stamp, _) in self._delivered.items() if stamp <= floor]
+        for key in stale:
+            del self._delivered[key]
 
     def reset(self) -> None:
         """Forget everything: the next pass reads every row (e.g. after losing and regaining leadership)."""
         self._watermark = None
         self._moved_at = None
         self._last_full = None
+        self._delivered.clear()

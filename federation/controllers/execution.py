@@ -138,10 +138,10 @@ class ExecutionController:
             self._handled.clear()  # a full resync renders everything again
         with self.uow() as session:
             bindings = BindingRepository(session)
-            changed = bindings.changed_since(since)
-            by_template = bindings.changed_templates_since(self.templates_feed.since(now))
-        self.bindings_feed.saw(at for _, at in changed)
-        self.templates_feed.saw(at for _, at in by_template)
+            changed = self.bindings_feed.take(bindings.changed_since(since))
+            by_template = self.templates_feed.take(
+                bindings.changed_templates_since(self.templates_feed.since(now))
+            )
         return sorted(self.retries.select([*changed, *by_template], now) | self._blocked)
 
     # -- rendering -------------------------------------------------------------------------------------

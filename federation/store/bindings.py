@@ -5,8 +5,8 @@ Invariants:
 - Every write goes through ``ObjectRepository.replace``, so ``spec.clusters`` / ``spec.gracefulEvictionTasks``
   and their mirror rows change in one flush (see ``derive``).
 - ``bindings_on_cluster`` is a single indexed query (join on ``binding_target_clusters.cluster_name``).
-- The change-feed queries (``changed_since``, ``changed_templates_since``) return row ids and timestamps
-  only; callers load what they need with ``by_ids`` in one more query.
+- The change-feed queries (``changed_since``, ``changed_templates_since``) return row ids, timestamps and
+  resourceVersions only; callers load what they need with ``by_ids`` in one more query.
 """
 
 from __future__ import annotations
@@ -148,21 +148,25 @@ class BindingRepository:
         statement = select(ResourceBindingRow).where(ResourceBindingRow.template_uid.in_(list(template_uids)))
         return {str(row.template_uid): row for row in self.session.scalars(statement)}
 
-    def changed_since(self, since: datetime | None) -> list[tuple[int, datetime]]:
-        """(id, updated_at) of bindings written after ``since`` (every binding when None)."""
-        statement = select(ResourceBindingRow.id, ResourceBindingRow.updated_at)
+    def changed_since(self, since: datetime | None) -> list[tuple[int, datetime, int, int]]:
+        """(id, updated_at, id, resourceVersion) of bindings written after ``since`` (every binding when
+        None): a change feed's rows (``ChangeFeed.take``)."""
+        b = ResourceBindingRow
+        statement = select(b.id, b.updated_at, b.resource_version)
         if since is not None:
-            statement = statement.where(ResourceBindingRow.updated_at > since)
-        return [(int(i), at) for i, at in self.session.execute(statement)]
+            statement = statement.where(b.updated_at > since)
+        return [(int(i), at, int(i), int(rv)) for i, at, rv in self.session.execute(statement)]
 
-    def changed_templates_since(self, since: datetime | None) -> list[tuple[int, datetime]]:
-        """(binding id, template updated_at) for bindings whose template was written after ``since``."""
-        statement = select(ResourceBindingRow.id, ResourceTemplateRow.updated_at).join(
-            ResourceTemplateRow, ResourceTemplateRow.uid == ResourceBindingRow.template_uid
+    def changed_templates_since(self, since: datetime | None) -> list[tuple[int, datetime, int, int]]:
+        """(binding id, template updated_at, binding id, template resourceVersion) for bindings whose
+        template was written after ``since``: a change feed's rows, one per binding."""
+        t = ResourceTemplateRow
+        statement = select(ResourceBindingRow.id, t.updated_at, t.resource_version).join(
+            t, t.uid == ResourceBindingRow.template_uid
         )
         if since is not None:
-            statement = statement.where(ResourceTemplateRow.updated_at > since)
-        return [(int(i), at) for i, at in self.session.execute(statement)]
+            statement = statement.where(t.updated_at > since)
+        return [(int(i), at, int(i), int(rv)) for i, at, rv in self.session.execute(statement)]
 
     def set_target_clusters(
         self, namespace: str, name: str, clusters: Sequence[TargetCluster], *, expected_rv: str | None = None

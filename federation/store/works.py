@@ -227,12 +227,18 @@ class WorkRepository:
         """Work row id → manifest for these ids (absent ids were deleted)."""
         return manifests_by_id(self.session, WorkRow, ids)
 
-    def binding_ids_changed_since(self, since: datetime | None) -> list[tuple[int, datetime]]:
-        """(binding id, updated_at) of Works written after ``since`` (all Works when None)."""
-        statement = select(WorkRow.binding_id, WorkRow.updated_at).where(WorkRow.binding_id.is_not(None))
+    def binding_ids_changed_since(self, since: datetime | None) -> list[tuple[int, datetime, int, int]]:
+        """(binding id, updated_at, Work id, resourceVersion) of Works written after ``since`` (all Works
+        when None): a change feed's rows (``ChangeFeed.take``)."""
+        w = WorkRow
+        statement = select(w.binding_id, w.updated_at, w.id, w.resource_version).where(
+            w.binding_id.is_not(None)
+        )
         if since is not None:
-            statement = statement.where(WorkRow.updated_at > since)
-        return [(int(b), at) for b, at in self.session.execute(statement) if b is not None]
+            statement = statement.where(w.updated_at > since)
+        return [
+            (int(b), at, int(i), int(rv)) for b, at, i, rv in self.session.execute(statement) if b is not None
+        ]
 
     def applied_on_push_clusters(self) -> list[tuple[int, dict[str, Any]]]:
         """(id, manifest) of every applied Work on a Push-mode cluster: what status collection reads."""

@@ -21,6 +21,7 @@ from federation.controllers.binding_status import (
 )
 from federation.model.work import WorkStatusView
 from federation.store.tables import ResourceBindingRow, ResourceTemplateRow
+from federation.store.works import WorkRepository
 from tests.controllers.test_execution_support import Harness, count_writes, harness, nginx
 from tests.store.support import count_statements
 
@@ -249,6 +250,29 @@ def test_a_batch_of_statuses_is_a_fixed_number_of_statements(harness: Harness, c
     # The two feeds; the batch's bindings, Works and templates; per table (bindings, templates) the
     # revisions, the change-log rows and one executemany UPDATE (savepoints are not counted).
     assert log.count == 2 + 3 + 2 * 3, "\n".join(log.statements)
+
+
+def test_a_window_re_read_loads_nothing_until_a_row_is_written_again(harness: Harness) -> None:
+    """The fake clock stands still, so every pass re-reads the whole overlap window: the rows a committed
+    pass handed out, and the statuses the controller wrote itself, are skipped; a Work written since (at
+    the same stamp, with a new resourceVersion) is news."""
+    bindings = _scheduled(harness, 3)
+    harness.status.reconcile()
+    with count_statements(harness.engine) as log:
+        assert harness.status.reconcile().processed == 0
+    assert log.count == 2, "\n".join(log.statements)  # the two feeds; no binding, Work or template read
+    work = next(w for w in harness.works().values() if w["metadata"]["namespace"] == "karmada-es-member1")
+    applied = {"type": "Applied", "status": "True", "reason": "AppliedSuccessful", "message": ""}
+    with harness.uow() as session:
+        WorkRepository(session).objects.update_status(
+            "karmada-es-member1", work["metadata"]["name"], {"conditions": [applied]}
+        )
+    assert harness.status.reconcile().processed >= 1
+    name = work["metadata"]["annotations"]["resourcebinding.karmada.io/name"]
+    current = harness.binding(next(b for b in bindings if b["metadata"]["name"] == name))
+    assert current is not None
+    items = {i["clusterName"]: i["applied"] for i in current["status"]["aggregatedStatus"]}
+    assert items == {"member1": True, "member2": False}
 
 
 def test_a_failed_batch_write_falls_back_to_one_binding_at_a_time(
