@@ -94,10 +94,11 @@ class ExecutionController:
     retries: RetryBook = field(default_factory=RetryBook)
     # Bindings waiting for a Directly-purged Work to disappear (a deletion leaves no row to watch).
     _blocked: set[int] = field(default_factory=set)
-    # Binding id → (its uid and resourceVersion, its template's resourceVersion) when its Works were last
-    # brought in line: the change feed re-reads an overlap window every pass, and an unchanged binding
-    # needs no rendering. The uid because a row id can be reused by a recreated binding (SQLite). Emptied
-    # by every full resync, so the level-triggered safety net still renders everything.
+    # Binding id → what its Works were rendered from when they were last brought in line (``_versions``:
+    # its uid, digests of the binding and of its template): a binding the feeds show again for a write
+    # that changed none of it (a status write) needs no rendering. The uid because a row id can be reused
+    # by a recreated binding (SQLite). Emptied by every full resync, so the level-triggered safety net
+    # still renders everything.
     _handled: dict[int, tuple[str, str, str]] = field(default_factory=dict)
 
     def pending(self) -> Probe:
@@ -333,15 +334,25 @@ def apply_plan(
 
 def _versions(binding: Mapping[str, Any], template: Mapping[str, Any] | None) -> tuple[str, str, str]:
     """What a binding's Works are rendered from, as versions: the binding (its uid and a digest of its
-    labels and spec, all rendering reads of it besides its name) and its template's resourceVersion.
+    labels and spec, all rendering reads of it besides its name) and a digest of its template as rendering
+    reads it (the view without status), all but its resourceVersion.
 
-    Not the binding's resourceVersion: status writes (binding status aggregates every Work status change)
-    move it and show the binding in the feed, but change nothing its Works are rendered from; they cost
-    the feed's read of the binding, not a render."""
+    Not the resourceVersions: status writes (binding status aggregates every Work status change into the
+    binding's and the template's status) move them and show the binding in the feeds, but change nothing
+    its Works are rendered from; they cost the feeds' read of the binding and template, not a render."""
     meta = binding["metadata"]
-    template_version = "" if template is None else str(template["metadata"].get("resourceVersion"))
     content = orjson.dumps([meta.get("labels") or {}, binding.get("spec") or {}], option=orjson.OPT_SORT_KEYS)
-    return str(meta.get("uid")), hashlib.blake2b(content, digest_size=16).hexdigest(), template_version
+    return str(meta.get("uid")), _digest(content), "" if template is None else _template_digest(template)
+
+
+def _template_digest(template: Mapping[str, Any]) -> str:
+    meta = {k: v for k, v in template["metadata"].items() if k != "resourceVersion"}
+    content = orjson.dumps({**template, "metadata": meta}, option=orjson.OPT_SORT_KEYS)
+    return _digest(content)
+
+
+def _digest(content: bytes) -> str:
+    return hashlib.blake2b(content, digest_size=16).hexdigest()
 
 
 def _binding_views(session: Session, ids: Sequence[int]) -> dict[int, dict[str, Any]]:

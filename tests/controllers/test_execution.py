@@ -10,6 +10,7 @@ from sqlalchemy import select
 
 from federation.controllers.rendering import DELETION_TIMESTAMP
 from federation.model.work import execution_namespace, work_name
+from federation.store.repository import ObjectRepository
 from federation.store.tables import WorkRow
 from tests.controllers.test_execution_support import Harness, count_writes, harness, nginx
 
@@ -237,9 +238,9 @@ def test_non_workloads_are_propagated_whole(harness: Harness) -> None:
 def test_the_overlap_window_does_not_render_an_unchanged_binding_again(
     harness: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The change feed re-reads the rows of its overlap window every pass; a binding whose
-    (resourceVersion, template resourceVersion) was already brought in line is not rendered again, until
-    it or its template is written, or a full resync comes round."""
+    """The change feed re-reads the rows of its overlap window every pass; a binding whose labels, spec
+    and template were already brought in line is not rendered again, until one of them changes (a status
+    write of the template changes none), or a full resync comes round."""
     from federation.controllers import execution
 
     template, binding = _setup(harness)
@@ -264,6 +265,12 @@ def test_the_overlap_window_does_not_render_an_unchanged_binding_again(
     harness.update_template(changed)
     harness.execution.reconcile()
     assert len(rendered) == 2
+    harness.execution.reconcile()
+    assert len(rendered) == 2
+    meta = template["metadata"]
+    with harness.uow() as session:  # binding status aggregates into the template's status
+        repository = ObjectRepository(session, template["kind"], template["apiVersion"])
+        repository.update_status(meta["namespace"], meta["name"], {"replicas": 3, "readyReplicas": 3})
     harness.execution.reconcile()
     assert len(rendered) == 2
     harness.clock.advance(harness.execution.bindings_feed.resync_seconds)
