@@ -49,7 +49,7 @@ from federation.store.bindings import BindingRepository
 from federation.store.db import UnitOfWork
 from federation.store.errors import Conflict
 from federation.store.events import InvolvedObject
-from federation.store.manifest import join
+from federation.store.manifest import view
 from federation.store.repository import ObjectRepository
 from federation.store.tables import ResourceBindingRow, ResourceTemplateRow
 from federation.store.works import WorkRepository
@@ -210,10 +210,13 @@ class BindingStatusController:
         now = self.clock.now()
         with self.uow() as session:
             rows = _binding_rows(session, ids)
-            bindings = {binding_id: join(row) for binding_id, row in rows.items()}
+            # Views, not copies: nothing here mutates a manifest (the new statuses are new dicts that share
+            # the unchanged parts; ``conditions.upsert`` copies what it keeps), and a batch's bindings and
+            # templates are most of what a pass decodes.
+            bindings = {binding_id: view(row) for binding_id, row in rows.items()}
             works = WorkRepository(session).status_views_for_binding_ids(list(bindings))
             template_rows = _template_rows(session, [u for b in bindings.values() if (u := _template_uid(b))])
-            templates = {uid: join(row) for uid, row in template_rows.items()}
+            templates = {uid: view(row) for uid, row in template_rows.items()}
             batch = functools.partial(
                 self._write_batch, session, rows, bindings, works, template_rows, templates, now
             )

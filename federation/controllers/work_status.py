@@ -40,6 +40,7 @@ import sys
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, NamedTuple
 
 import orjson
@@ -55,7 +56,13 @@ from federation.members.errors import MemberError
 from federation.members.pool import run_concurrently
 from federation.model.status_interpreter import manifest_status
 from federation.store import bulkflush
-from federation.store.applied_works import WorkState, push_cluster_names, works_changed_since
+from federation.store.applied_works import (
+    WorkState,
+    push_cluster_names,
+    work_stamps_since,
+    work_states,
+    works_changed_since,
+)
 from federation.store.db import UnitOfWork
 from federation.store.errors import Conflict
 from federation.store.tables import WorkRow
@@ -122,8 +129,10 @@ class WorkStatusCollector:
     _tracked: dict[int, Tracked] = field(default_factory=dict)  # Work id → what a round needs of it
 
     def reconcile(self) -> Outcome:
-        self._refresh()
+        now = self.clock.now()
+        self._refresh(now)
         if not self._tracked:
+            self.feed.commit(now)
             return Outcome()
         works = sorted(self._tracked.items(), key=lambda item: (item[1].cluster, item[0]))
         observed = self._observe(works)  # only what changed or is missing
@@ -133,15 +142,22 @@ class WorkStatusCollector:
             written = self._write(changed, missing)
         except Conflict as exc:
             log.info("work status: a Work changed while writing (%s); next round retries", exc)
-            return Outcome()
+            return Outcome()  # the feed stays put: the next round reads the same Works again
+        self.feed.commit(now)
         return Outcome.of(written, WORK_KIND)
 
-    def _refresh(self) -> None:
-        """Bring the tracked Works up to date: the Works written since the last read, clusters gone."""
-        now = self.clock.now()
+    def _refresh(self, now: datetime) -> None:
+        """Bring the tracked Works up to date: the Works written since the last read (those the feed has
+        not handed out at that version already: its own status writes and the window's re-reads are not
+        read again), clusters gone."""
         since = self.feed.since(now)
         with self.uow() as session:
-            changed = works_changed_since(session, since)
+            if since is None:
+                changed = works_changed_since(session, None)
+                self.feed.take((w.id, w.updated_at, w.id, w.resource_version) for w in changed)
+            else:
+                fresh = self.feed.take(work_stamps_since(session, since))
+                changed = work_states(session, [work_id for work_id, _ in fresh])
             clusters = push_cluster_names(session)
         if since is None:
             self._tracked.clear()
@@ -149,8 +165,6 @@ class WorkStatusCollector:
             self._track(state)
         for work_id in [i for i, t in self._tracked.items() if t.cluster not in clusters]:
             del self._tracked[work_id]
-        self.feed.saw(state.updated_at for state in changed)
-        self.feed.commit(now)
 
     def _track(self, state: WorkState) -> None:
         if not state.tracked:
@@ -219,6 +233,16 @@ class WorkStatusCollector:
             for work_id in [i for i in missing if i not in rows]:
                 self._tracked.pop(work_id, None)  # deleted without a write we could have read
             works.mark_ids_need_sync([i for i in missing if i in rows])
+            stamps = [(row.id, row.updated_at, row.resource_version) for row in written]
+        # Committed: what it wrote is what it tracks, and the feed need not hand these Works back.
+        statuses = {o.work_id: o.statuses for o in changed}
+        for work_id, _, _ in stamps:
+            tracked = self._tracked.get(work_id)
+            if tracked is not None:
+                self._tracked[work_id] = Tracked(
+                    tracked.cluster, tracked.manifests, digest(statuses[work_id])
+                )
+        self.feed.own(stamps)
         return len(changed) + len(missing)
 
 

@@ -5,7 +5,9 @@ Invariants:
 - ``tracked`` is True for an applied, not tombstoned Work on a cluster that is not Pull mode: the Works
   ``WorkRepository.applied_on_push_clusters`` returns. A changed Work that is not tracked any more is
   returned too (its reader forgets it).
-- Only the columns collection needs are read (no labels, annotations, claim columns).
+- Only the columns collection needs are read (no labels, annotations, claim columns). After the first
+  read, ``work_stamps_since`` says which Works were written (id, stamp, resourceVersion: no JSON) and
+  ``work_states`` reads only those the change feed has not handed out at that version already.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ class WorkState:
 
     id: int
     updated_at: datetime
+    resource_version: int
     cluster: str
     tracked: bool
     manifests: Sequence[dict[str, Any]]
@@ -37,20 +40,27 @@ class WorkState:
 def works_changed_since(session: Session, since: datetime | None) -> list[WorkState]:
     """The Works written after ``since``; with None every tracked Work (the first read, a resync)."""
     on_pull = WorkRow.cluster_name.in_(select(ClusterRow.name).where(ClusterRow.sync_mode == PULL))
-    statement = select(
-        WorkRow.id,
-        WorkRow.updated_at,
-        WorkRow.cluster_name,
-        WorkRow.applied,
-        on_pull.label("on_pull"),
-        WorkRow.spec,
-        WorkRow.status,
-        WorkRow.metadata_extra,
-    ).order_by(WorkRow.id)
+    statement = _columns(on_pull)
     if since is None:
         statement = statement.where(WorkRow.applied.is_(True), ~on_pull)
     else:
         statement = statement.where(WorkRow.updated_at > since)
+    return [_state(row) for row in session.execute(statement)]
+
+
+def work_stamps_since(session: Session, since: datetime) -> list[tuple[int, datetime, int, int]]:
+    """(id, updated_at, id, resourceVersion) of the Works written after ``since``: a change feed's rows."""
+    w = WorkRow
+    statement = select(w.id, w.updated_at, w.resource_version).where(w.updated_at > since)
+    return [(int(i), at, int(i), int(rv)) for i, at, rv in session.execute(statement.order_by(w.id))]
+
+
+def work_states(session: Session, ids: Sequence[int]) -> list[WorkState]:
+    """The Works with these ids (absent ids: deleted since)."""
+    if not ids:
+        return []
+    on_pull = WorkRow.cluster_name.in_(select(ClusterRow.name).where(ClusterRow.sync_mode == PULL))
+    statement = _columns(on_pull).where(WorkRow.id.in_(list(ids)))
     return [_state(row) for row in session.execute(statement)]
 
 
@@ -60,9 +70,32 @@ def push_cluster_names(session: Session) -> set[str]:
     return set(session.scalars(statement))
 
 
+def _columns(on_pull: Any) -> Any:
+    w = WorkRow
+    return select(
+        w.id,
+        w.updated_at,
+        w.resource_version,
+        w.cluster_name,
+        w.applied,
+        on_pull.label("on_pull"),
+        w.spec,
+        w.status,
+        w.metadata_extra,
+    ).order_by(w.id)
+
+
 def _state(row: Any) -> WorkState:
     extra = row.metadata_extra or {}
     tracked = bool(row.applied) and not row.on_pull and not extra.get("deletionTimestamp")
     manifests = ((row.spec or {}).get("workload") or {}).get("manifests") or []
     statuses = (row.status or {}).get("manifestStatuses") or []
-    return WorkState(int(row.id), row.updated_at, str(row.cluster_name), tracked, manifests, statuses)
+    return WorkState(
+        int(row.id),
+        row.updated_at,
+        int(row.resource_version),
+        str(row.cluster_name),
+        tracked,
+        manifests,
+        statuses,
+    )

@@ -101,6 +101,22 @@ def test_a_deleted_member_object_is_missing_in_the_list_and_recreated(
     harness.until(lambda: member_object(sim, "Deployment", "web") is not None, what="web recreated")
 
 
+def test_the_collectors_own_status_writes_are_not_read_back(harness: Harness, sim: RunningSimulator) -> None:
+    """The fake clock stands still, so every round's feed re-reads the Works written since the last one,
+    its own status writes included: those are skipped without reading the Works (what it wrote is what it
+    tracks)."""
+    harness.add_cluster("member1", sim)
+    for index in range(WORKLOADS):
+        template = harness.add_template(deployment(f"web{index:02d}", 1))
+        harness.add_binding(template, [{"name": "member1", "replicas": 1}])
+    harness.until(lambda: statuses_ready(harness, WORKLOADS), what="every Work applied with its statuses")
+    with count_statements(harness.engine) as log:
+        harness.collector.reconcile()
+    # Which Works were written is read, the Works themselves are not (the one query that reads them labels
+    # the Pull clusters' Works ``on_pull``).
+    assert sum("on_pull" in statement for statement in log.statements) == 0, "\n".join(log.statements)
+
+
 def test_a_round_writes_the_changed_statuses_by_a_fixed_number_of_statements(
     harness: Harness, sim: RunningSimulator
 ) -> None:
@@ -109,13 +125,15 @@ def test_a_round_writes_the_changed_statuses_by_a_fixed_number_of_statements(
         template = harness.add_template(deployment(f"web{index:02d}", 1))
         harness.add_binding(template, [{"name": "member1", "replicas": 1}])
     harness.until(lambda: statuses_ready(harness, WORKLOADS), what="every Work applied with its statuses")
-    # Every stored status goes stale (written later than the collector's last read, as a write would be).
+    # Every stored status goes stale (written later than the collector's last read with a new version, as a
+    # write would be).
     with harness.uow() as session:
         later = harness.clock.now() + timedelta(hours=1)
-        session.execute(update(WorkRow).values(status={}, updated_at=later))
+        bumped = WorkRow.resource_version + 1
+        session.execute(update(WorkRow).values(status={}, updated_at=later, resource_version=bumped))
     with count_statements(harness.engine) as log:
         assert harness.collector.reconcile().processed == WORKLOADS
-    # The Works written since the last read, the Push clusters, the members' credentials; the rows to write;
-    # their revisions, change-log rows and one executemany UPDATE.
-    assert log.count == 3 + 1 + 3, "\n".join(log.statements)
+    # Which Works were written since the last read, those Works, the Push clusters, the members'
+    # credentials; the rows to write; their revisions, change-log rows and one executemany UPDATE.
+    assert log.count == 4 + 1 + 3, "\n".join(log.statements)
     assert statuses_ready(harness, WORKLOADS)

@@ -57,7 +57,7 @@ def test_a_tracked_work_costs_a_few_hundred_bytes_and_shares_its_strings() -> No
             statuses = [{"identifier": {"ordinal": 0}, "health": "Healthy"}]
             work = _decoded({"cluster": cluster, "manifest": manifest, "statuses": statuses})
             state = WorkState(
-                3 * index + offset, NOW, work["cluster"], True, [work["manifest"]], work["statuses"]
+                3 * index + offset, NOW, 1, work["cluster"], True, [work["manifest"]], work["statuses"]
             )
             collector._track(state)
     tracked = collector._tracked
