@@ -257,8 +257,11 @@ class BindingStatusController:
                 changed_templates[template_row.id] = template_row
         written = bulkflush.flush_rows(session, changed_bindings)
         written += bulkflush.flush_rows(session, list(changed_templates.values()))
-        # Status-only writes of our own: the feed need not hand these bindings back next pass.
-        self.bindings_feed.own((row.id, row.updated_at, row.resource_version) for row in changed_bindings)
+        # Our status writes move the bindings' resourceVersion (not their content stamp): the feed need not
+        # hand them back while they are inside its window.
+        self.bindings_feed.own(
+            (row.id, row.content_updated_at, row.resource_version) for row in changed_bindings
+        )
         self.retries.succeeded(list(bindings))
         return written
 

@@ -3,7 +3,8 @@ per target cluster of every scheduled binding, and tombstones for the Works no l
 
 Queueing (touch only rows that changed). A binding's claim columns belong to the scheduler
 (`needs_scheduling`), so this controller does not use them. Instead two change feeds
-(`change_feed.ChangeFeed`) find, by `updated_at` watermark, the bindings written since the last pass
+(`change_feed.ChangeFeed`) find, by a `content_updated_at` watermark (every write but a status-only
+one), the bindings written since the last pass
 (new `spec.clusters`, eviction tasks, suspension...) and the bindings whose template was written (an image
 change does not rewrite the binding). Those bindings are rendered (`rendering`, pure) and compared with
 their Works; only differences are written, so a pass over unchanged rows writes nothing. A binding blocked

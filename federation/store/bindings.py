@@ -149,23 +149,23 @@ class BindingRepository:
         return {str(row.template_uid): row for row in self.session.scalars(statement)}
 
     def changed_since(self, since: datetime | None) -> list[tuple[int, datetime, int, int]]:
-        """(id, updated_at, id, resourceVersion) of bindings written after ``since`` (every binding when
-        None): a change feed's rows (``ChangeFeed.take``)."""
+        """(id, content_updated_at, id, resourceVersion) of bindings whose content (all but the status) was
+        written after ``since`` (every binding when None): a change feed's rows (``ChangeFeed.take``)."""
         b = ResourceBindingRow
-        statement = select(b.id, b.updated_at, b.resource_version)
+        statement = select(b.id, b.content_updated_at, b.resource_version)
         if since is not None:
-            statement = statement.where(b.updated_at > since)
+            statement = statement.where(b.content_updated_at > since)
         return [(int(i), at, int(i), int(rv)) for i, at, rv in self.session.execute(statement)]
 
     def changed_templates_since(self, since: datetime | None) -> list[tuple[int, datetime, int, int]]:
-        """(binding id, template updated_at, binding id, template resourceVersion) for bindings whose
-        template was written after ``since``: a change feed's rows, one per binding."""
+        """(binding id, template content_updated_at, binding id, template resourceVersion) for bindings
+        whose template's content was written after ``since``: a change feed's rows, one per binding."""
         t = ResourceTemplateRow
-        statement = select(ResourceBindingRow.id, t.updated_at, t.resource_version).join(
+        statement = select(ResourceBindingRow.id, t.content_updated_at, t.resource_version).join(
             t, t.uid == ResourceBindingRow.template_uid
         )
         if since is not None:
-            statement = statement.where(t.updated_at > since)
+            statement = statement.where(t.content_updated_at > since)
         return [(int(i), at, int(i), int(rv)) for i, at, rv in self.session.execute(statement)]
 
     def set_target_clusters(

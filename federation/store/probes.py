@@ -27,13 +27,14 @@ PULL = "Pull"
 
 def bindings_written_since(since: datetime) -> ColumnElement[bool]:
     """``BindingRepository.changed_since`` would return a row."""
-    return exists().where(ResourceBindingRow.updated_at > since)
+    return exists().where(ResourceBindingRow.content_updated_at > since)
 
 
 def bound_templates_written_since(since: datetime) -> ColumnElement[bool]:
     """``BindingRepository.changed_templates_since`` would return a row: a template that has a binding."""
     return exists().where(
-        ResourceTemplateRow.uid == ResourceBindingRow.template_uid, ResourceTemplateRow.updated_at > since
+        ResourceTemplateRow.uid == ResourceBindingRow.template_uid,
+        ResourceTemplateRow.content_updated_at > since,
     )
 
 

@@ -47,6 +47,10 @@ Clock = Callable[[], datetime]
 SELECTOR_BATCH = 200
 
 
+# The column bindings and templates stamp on every write but a status-only one (``ResourceBindingRow``).
+CONTENT_STAMP = "content_updated_at"
+
+
 class ObjectRepository:
     """CRUD for one kind (``apiVersion`` + ``kind``) on whichever table stores it."""
 
@@ -187,6 +191,7 @@ class ObjectRepository:
             extra=parts.extra,
             created_at=now,
             updated_at=now,
+            **({CONTENT_STAMP: now} if hasattr(factory, CONTENT_STAMP) else {}),
         )
 
     def replace(self, obj: Mapping[str, Any], *, current: ObjectMixin | None = None) -> dict[str, Any]:
@@ -214,6 +219,8 @@ class ObjectRepository:
             row.generation += 1
         _assign(row, parts)
         row.updated_at = self._clock()
+        if hasattr(row, CONTENT_STAMP):  # bindings and templates: what follows their content reads this
+            setattr(row, CONTENT_STAMP, row.updated_at)
         derive.refresh(self.session, row, old_spec=old_spec, created=False)
         if flush:
             self._flush(row)

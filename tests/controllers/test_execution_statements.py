@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from federation.store.bindings import BindingRepository
+from federation.store.repository import ObjectRepository
 from federation.store.works import WorkRepository
 from tests.controllers.test_execution_support import Harness, count_writes, harness, nginx
 from tests.store.support import count_statements
@@ -147,6 +148,24 @@ def test_a_status_write_of_a_batch_is_read_but_not_rendered(harness: Harness, co
     assert writes == [] and outcome.processed == 0
     assert _reads_of(log.statements, "works") == 1  # the orphan scan alone
     assert log.count == PER_PASS + 2, "\n".join(log.statements)  # the bindings and their templates
+
+
+def test_status_writes_outside_the_window_do_not_show_in_the_feeds(harness: Harness) -> None:
+    """The feeds follow ``content_updated_at``: once their window settled, a status write of a binding or
+    of its template (binding status writes both for every Work status change) shows them nothing."""
+    [binding] = _setup(harness, 1)
+    harness.execution.reconcile()
+    harness.clock.advance(60)
+    harness.execution.reconcile()  # the window settles after the watermark stood still for its overlap
+    meta = binding["metadata"]
+    with harness.uow() as session:
+        objects = BindingRepository(session).objects(meta["namespace"])
+        objects.update_status(meta["namespace"], meta["name"], {"conditions": [{"type": "FullyApplied"}]})
+        template = ObjectRepository(session, "Deployment", "apps/v1")
+        template.update_status(meta["namespace"], "app0", {"replicas": 6})
+    with count_statements(harness.engine) as log:
+        assert harness.execution.reconcile().processed == 0
+    assert log.count == PER_PASS, "\n".join(log.statements)  # the feeds and the orphan scan: nothing read
 
 
 @pytest.mark.parametrize("count", [1, 8])

@@ -31,10 +31,15 @@ class ResourceBindingRow(ObjectMixin, ClaimMixin, Base):
         UniqueConstraint("kind", "namespace", "name", name="uq_resource_bindings_kind_namespace_name"),
         # The scheduler's claim query: dirty rows in id order.
         Index("ix_resource_bindings_needs_scheduling_id", "needs_scheduling", "id"),
-        # The execution change feed: rows written since its watermark.
-        Index("ix_resource_bindings_updated_at", "updated_at"),
+        # The execution and binding-status change feeds: rows whose content was written since a watermark.
+        Index("ix_resource_bindings_content_updated_at", "content_updated_at"),
     )
     dirty_flag = "needs_scheduling"
+
+    # When anything but the status was last written (``updated_at`` moves with status writes too): what
+    # the controllers that follow a binding's spec read by. Not indexed on ``updated_at``, so a status-only
+    # write changes no indexed column (Postgres can update the row in place).
+    content_updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
 
     needs_scheduling: Mapped[bool] = bool_column(default=True)
     # spec.resource.uid: the template this binding was made for.

@@ -7,13 +7,14 @@ repository on each write (``federation.store.derive``); nothing else writes them
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Index, LargeBinary, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from federation.store.tables.base import NAME_LENGTH, Base, ClaimMixin, ObjectMixin, bool_column
-from federation.store.types import JSONType
+from federation.store.types import JSONType, UTCDateTime
 
 
 def _unique_name(table: str) -> UniqueConstraint:
@@ -59,10 +60,12 @@ class ResourceTemplateRow(ObjectMixin, ClaimMixin, Base):
     __tablename__ = "resource_templates"
     dirty_flag = "needs_detection"
     needs_detection: Mapped[bool] = bool_column(default=True)
+    # When anything but the status was last written (as ``ResourceBindingRow.content_updated_at``).
+    content_updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
     __table_args__ = (
         Index("ix_resource_templates_needs_detection_id", "needs_detection", "id"),
-        # The execution change feed: rows written since its watermark.
-        Index("ix_resource_templates_updated_at", "updated_at"),
+        # The execution change feed: templates whose content was written since its watermark.
+        Index("ix_resource_templates_content_updated_at", "content_updated_at"),
         # Also the index for "list kind K (in namespace N) ordered by namespace, name".
         UniqueConstraint(
             "api_version", "kind", "namespace", "name", name="uq_resource_templates_api_version_kind"
