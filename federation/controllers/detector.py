@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -143,9 +143,11 @@ class Detector:
             )
             if not claimed:
                 return 0, 0
-            policies = _all(session, "PropagationPolicy")
-            cluster_policies = _all(session, "ClusterPropagationPolicy")
             templates = manifests_by_id(session, ResourceTemplateRow, [c.id for c in claimed])
+            # A PropagationPolicy claims templates of its own namespace only: the batch's namespaces'.
+            namespaces = {str(t["metadata"].get("namespace") or "") for t in templates.values()}
+            policies = _policies_in(session, namespaces - {""})
+            cluster_policies = _all(session, "ClusterPropagationPolicy")
             # One read of the bindings for the whole batch, not one per template.
             uids = [t["metadata"]["uid"] for t in templates.values()]
             rows = BindingRepository(session).rows_for_templates(uids)
@@ -307,6 +309,15 @@ def _add_default_tolerations(binding: dict[str, Any], not_ready: int, unreachabl
         return
     tolerations = placement.get("clusterTolerations") or []
     placement["clusterTolerations"] = failover.with_default_tolerations(tolerations, not_ready, unreachable)
+
+
+def _policies_in(session: Session, namespaces: Collection[str]) -> list[dict[str, Any]]:
+    """The PropagationPolicies of these namespaces (one query), in the order a list returns them."""
+    if not namespaces:
+        return []
+    row = PropagationPolicyRow
+    statement = select(row).where(row.namespace.in_(sorted(namespaces))).order_by(row.namespace, row.name)
+    return [join(found) for found in session.scalars(statement)]
 
 
 def _all(session: Session, kind: str) -> list[dict[str, Any]]:

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from federation.controllers import detector as detector_module
 from federation.controllers.detector import Detector
 from federation.controllers.runtime import FakeClock
 from federation.model.propagation import choose_policy
@@ -268,3 +269,26 @@ def test_a_batch_write_that_fails_falls_back_to_one_binding_at_a_time(uow, monke
     assert binding(uow, "default", "a-deployment")["spec"]["resource"]["name"] == "a"
     assert binding(uow, "default", "c-deployment")["spec"]["resource"]["name"] == "c"
     assert binding(uow, "default", "b-deployment")["spec"]["resource"]["name"] == "other"
+
+
+def test_a_batch_reads_only_its_namespaces_policies(uow, monkeypatch):
+    """A PropagationPolicy claims templates of its own namespace only, so a batch reads the policies of
+    its templates' namespaces, not every namespace's: what another namespace holds costs it nothing."""
+    for namespace in ("team-a", "team-b", "team-c"):
+        body = policy("all", selector={"apiVersion": "apps/v1", "kind": "Deployment"})
+        body["metadata"]["namespace"] = namespace
+        put(uow, body)
+    put(uow, {**copy.deepcopy(m.DEPLOYMENT), "metadata": {"name": "web", "namespace": "team-b"}})
+    loaded: list[str] = []
+    real = detector_module.join
+
+    def recording(row: Any) -> dict[str, Any]:
+        manifest = real(row)
+        if manifest["kind"] == "PropagationPolicy":
+            loaded.append(manifest["metadata"]["namespace"])
+        return manifest
+
+    monkeypatch.setattr(detector_module, "join", recording)
+    detector(uow).reconcile()
+    assert binding(uow, "team-b", "web-deployment") is not None
+    assert loaded == ["team-b"]
