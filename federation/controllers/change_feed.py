@@ -92,13 +92,14 @@ class ChangeFeed:
         """``saw`` for rows that carry their identity and resourceVersion: (target, updated_at) of those no
         committed pass handed out at that version already (the others are not news)."""
         fresh: list[tuple[T, datetime]] = []
+        stamps: list[datetime] = []
         delivered, pending = self._delivered, self._pending_rows
         for target, stamp, key, version in rows:
-            if self._pending_mark is None or stamp > self._pending_mark:
-                self._pending_mark = stamp
+            stamps.append(stamp)
             pending[key] = (stamp, version)
             if key not in delivered or delivered[key][1] != version:
                 fresh.append((target, stamp))
+        self.saw(stamps)
         return fresh
 
     def own(self, rows: Iterable[tuple[Hashable, datetime, int]]) -> None:

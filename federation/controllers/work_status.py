@@ -59,9 +59,9 @@ from federation.store import bulkflush
 from federation.store.applied_works import (
     WorkState,
     push_cluster_names,
+    tracked_work_states,
     work_stamps_since,
     work_states,
-    works_changed_since,
 )
 from federation.store.db import UnitOfWork
 from federation.store.errors import Conflict
@@ -153,7 +153,7 @@ class WorkStatusCollector:
         since = self.feed.since(now)
         with self.uow() as session:
             if since is None:
-                changed = works_changed_since(session, None)
+                changed = tracked_work_states(session)
                 self.feed.take((w.id, w.updated_at, w.id, w.resource_version) for w in changed)
             else:
                 fresh = self.feed.take(work_stamps_since(session, since))

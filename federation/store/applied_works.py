@@ -3,8 +3,8 @@ then only the Works written since (a change feed over ``updated_at``), so a roun
 
 Invariants:
 - ``tracked`` is True for an applied, not tombstoned Work on a cluster that is not Pull mode: the Works
-  ``WorkRepository.applied_on_push_clusters`` returns. A changed Work that is not tracked any more is
-  returned too (its reader forgets it).
+  ``WorkRepository.applied_on_push_clusters`` returns (``tracked_work_states``). A changed Work that is
+  not tracked any more is returned too by ``work_states`` (its reader forgets it).
 - Only the columns collection needs are read (no labels, annotations, claim columns). After the first
   read, ``work_stamps_since`` says which Works were written (id, stamp, resourceVersion: no JSON) and
   ``work_states`` reads only those the change feed has not handed out at that version already.
@@ -37,15 +37,9 @@ class WorkState:
     manifest_statuses: Sequence[Any]
 
 
-def works_changed_since(session: Session, since: datetime | None) -> list[WorkState]:
-    """The Works written after ``since``; with None every tracked Work (the first read, a resync)."""
-    on_pull = WorkRow.cluster_name.in_(select(ClusterRow.name).where(ClusterRow.sync_mode == PULL))
-    statement = _columns(on_pull)
-    if since is None:
-        statement = statement.where(WorkRow.applied.is_(True), ~on_pull)
-    else:
-        statement = statement.where(WorkRow.updated_at > since)
-    return [_state(row) for row in session.execute(statement)]
+def tracked_work_states(session: Session) -> list[WorkState]:
+    """Every tracked Work: applied, on a cluster that is not Pull mode (the first read, a resync)."""
+    return [_state(row) for row in session.execute(_columns().where(WorkRow.applied.is_(True), ~_ON_PULL))]
 
 
 def work_stamps_since(session: Session, since: datetime) -> list[tuple[int, datetime, int, int]]:
@@ -59,9 +53,7 @@ def work_states(session: Session, ids: Sequence[int]) -> list[WorkState]:
     """The Works with these ids (absent ids: deleted since)."""
     if not ids:
         return []
-    on_pull = WorkRow.cluster_name.in_(select(ClusterRow.name).where(ClusterRow.sync_mode == PULL))
-    statement = _columns(on_pull).where(WorkRow.id.in_(list(ids)))
-    return [_state(row) for row in session.execute(statement)]
+    return [_state(row) for row in session.execute(_columns().where(WorkRow.id.in_(list(ids))))]
 
 
 def push_cluster_names(session: Session) -> set[str]:
@@ -70,7 +62,11 @@ def push_cluster_names(session: Session) -> set[str]:
     return set(session.scalars(statement))
 
 
-def _columns(on_pull: Any) -> Any:
+# Whether a Work's cluster is Pull mode (its agent reports its status: not polled).
+_ON_PULL = WorkRow.cluster_name.in_(select(ClusterRow.name).where(ClusterRow.sync_mode == PULL))
+
+
+def _columns() -> Any:
     w = WorkRow
     return select(
         w.id,
@@ -78,7 +74,7 @@ def _columns(on_pull: Any) -> Any:
         w.resource_version,
         w.cluster_name,
         w.applied,
-        on_pull.label("on_pull"),
+        _ON_PULL.label("on_pull"),
         w.spec,
         w.status,
         w.metadata_extra,
