@@ -47,6 +47,7 @@ from typing import Any
 from sqlalchemy import event, func, select
 from sqlalchemy.engine import Engine
 
+from federation import gc_tuning
 from federation.controllers import cluster_status as status_controller
 from federation.controllers.detector import Detector
 from federation.controllers.execution import ExecutionController
@@ -55,7 +56,7 @@ from federation.controllers.scheduler import Scheduler
 from federation.controllers.taint_manager import TaintManager
 from federation.controllers.taint_policy import TaintPolicyController
 from federation.members.health import observed_ready
-from federation.settings import FailoverSettings
+from federation.settings import FailoverSettings, ProcessSettings
 from federation.store import migrate
 from federation.store.clusters import ClusterRepository
 from federation.store.db import UnitOfWork, make_engine
@@ -418,7 +419,8 @@ def _profiler(args: argparse.Namespace) -> Any:
 def report(results: list[dict[str, Any]]) -> str:
     middle = sorted(results, key=lambda r: r["seconds"])[len(results) // 2]
     lines = [
-        f"{middle['backend']}, {middle['placement']}: {middle['clusters']} clusters, "
+        f"{middle['backend']} (gc: {middle.get('gc', 'cpython')}), {middle['placement']}: "
+        f"{middle['clusters']} clusters, "
         f"{middle['bindings']} bindings (set-up {middle['setup_seconds']} s; "
         f"{middle['works_before']} Works before, {middle['works_after']} after + {middle['held']} held)",
         f"runs: {', '.join(str(r['seconds']) for r in results)} s; median "
@@ -453,14 +455,28 @@ def run_series(
     args: argparse.Namespace, run: Callable[[argparse.Namespace], dict[str, Any]]
 ) -> list[dict[str, Any]]:
     """``args.runs`` runs of ``run``; with ``--json`` each result is printed as one line as soon as it ends
-    (a long series can be read while it runs)."""
+    (a long series can be read while it runs). The collector is tuned as `serve` tunes it once started
+    (``--gc server``, the default), before the first set-up, or left at CPython's (``--gc cpython``)."""
+    if args.gc == "server":
+        process = ProcessSettings()
+        gc_tuning.tune(process.gc_thresholds, freeze=process.gc_freeze_at_start)
     results = []
     for _ in range(args.runs):
         result = run(args)
+        result["gc"] = args.gc
         results.append(result)
         if args.json:
             print(json.dumps(result), flush=True)
     return results
+
+
+def add_gc_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--gc",
+        choices=("server", "cpython"),
+        default="server",
+        help="the garbage collector as `serve` runs it (process settings), or CPython's defaults",
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -483,6 +499,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--runs", type=int, default=1, help="fresh database per run; the median is quoted")
     parser.add_argument("--profile", help="write a pyinstrument profile of the timed part to this file")
     parser.add_argument("--json", action="store_true", help="one JSON line per run instead of the report")
+    add_gc_option(parser)
     args = parser.parse_args(argv)
     if args.database_url and args.runs > 1:
         parser.error("--runs needs a fresh database per run: leave --database-url out")

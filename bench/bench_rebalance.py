@@ -52,6 +52,7 @@ from bench_failover import (
     PG_ADMIN_URL,
     Bench,
     Step,
+    add_gc_option,
     cluster_status,
     run_series,
 )
@@ -349,7 +350,8 @@ def _placement(placement: Placement) -> str:
 def report(results: list[dict[str, Any]]) -> str:
     middle = sorted(results, key=lambda r: r["milestones"]["placements"]["seconds"])[len(results) // 2]
     lines = [
-        f"{middle['backend']}: {middle['clusters']} clusters, {middle['bindings']} Divided dynamic-weight "
+        f"{middle['backend']} (gc: {middle.get('gc', 'cpython')}): {middle['clusters']} clusters, "
+        f"{middle['bindings']} Divided dynamic-weight "
         f"bindings of {middle['replicas']} replicas, {middle['raised']} clusters raised; "
         f"{middle['changed']} divisions changed (set-up {middle['setup_seconds']} s, "
         f"{middle['works_before']} Works before, {middle['works_after']} after)",
@@ -426,6 +428,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--profile-interval", type=float, default=0.001, help="sampling interval, seconds")
     parser.add_argument("--json", action="store_true", help="one JSON line per run instead of the report")
     parser.add_argument("--report", metavar="FILE", help="no run: the report of the JSON lines in FILE")
+    add_gc_option(parser)
     args = parser.parse_args(argv)
     if args.report:
         lines = Path(args.report).read_text().splitlines()

@@ -19,6 +19,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from federation.gc_tuning import DEFAULT_THRESHOLDS as DEFAULT_GC_THRESHOLDS
 from federation.model.quantity import to_milli
 from federation.paths import KUBECONFIG_NAME, default_data_dir
 from federation.scheduling.types import DEFAULT_SCORE_WEIGHTS, check_score_weights
@@ -152,6 +153,21 @@ class MemberSettings(Section):
     max_concurrency: int = Field(8, ge=1)
 
 
+class ProcessSettings(Section):
+    """The Python process itself (``gc_tuning``): `serve` and `up` apply these once started."""
+
+    # gc.set_threshold; [] keeps CPython's (700, 10, 10), which cost a third of a busy pass (RESULTS.md).
+    gc_thresholds: list[int] = Field(default_factory=lambda: list(DEFAULT_GC_THRESHOLDS))
+    gc_freeze_at_start: bool = True
+
+    @field_validator("gc_thresholds")
+    @classmethod
+    def _three_thresholds(cls, value: list[int]) -> list[int]:
+        if value and (len(value) != 3 or value[0] < 1 or min(value) < 0):
+            raise ValueError("give three numbers (young >= 1, the other two >= 0), or [] for CPython's own")
+        return value
+
+
 class EventSettings(Section):
     """Retention of recorded Events (kube-apiserver keeps them an hour: --event-ttl). A periodic job deletes
     the expired ones, and the oldest beyond ``max_count``, ``prune_batch_size`` rows per statement."""
@@ -258,6 +274,7 @@ class Settings(BaseSettings):
     secrets: SecretSettings = Field(default_factory=SecretSettings)
     controllers: ControllerSettings = Field(default_factory=ControllerSettings)
     members: MemberSettings = Field(default_factory=MemberSettings)
+    process: ProcessSettings = Field(default_factory=ProcessSettings)
     scheduler: SchedulerSettings = Field(default_factory=SchedulerSettings)
     failover: FailoverSettings = Field(default_factory=FailoverSettings)
     events: EventSettings = Field(default_factory=EventSettings)

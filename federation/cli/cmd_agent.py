@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import click
 
+from federation import gc_tuning
 from federation.cli.cmd_server import configure_logging
 from federation.cli.context import CliContext, pass_cli
 from federation.cli.signals import wait_for_stop
@@ -110,6 +111,7 @@ def _check_cluster(config: AgentConfig) -> None:
 
 def _run_until_signalled(agent: Agent) -> None:
     agent.run_in_thread()
+    gc_tuning.tune()  # a long-running process: the same collector settings as `serve` (gc_tuning)
     try:
         wait_for_stop()
     finally:

@@ -111,6 +111,7 @@ def serve_command(
         except OSError as exc:  # the port is taken, a file cannot be read: `up` says it so too
             raise click.ClickException(f"federation serve failed: {exc}") from exc
         announce(process)
+        server.tune_collector(settings)
         process.run()
 
 

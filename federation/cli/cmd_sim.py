@@ -10,6 +10,7 @@ import dataclasses
 
 import click
 
+from federation import gc_tuning
 from federation.members.kubeconfig import write_kubeconfig
 from federation.sim import Simulator, SimulatorConfig
 
@@ -110,4 +111,5 @@ def sim_command(
         click.echo(f"kubeconfig written to {kubeconfig_out} (context {name})")
     click.echo(f"member cluster {name} serving at {simulator.url}")
     click.echo("faults: POST /_sim/faults {down, latency_ms, error_rate, unhealthy}; Ctrl-C stops")
+    gc_tuning.tune()  # a member under load allocates as a control plane does (gc_tuning)
     simulator.serve_forever()

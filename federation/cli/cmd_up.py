@@ -261,6 +261,7 @@ def up_command(
         raise click.ClickException(f"bad settings: {' '.join(str(err).split())}") from err
     except (StatusError, OSError, RuntimeError) as err:
         raise click.ClickException(f"federation up failed: {getattr(err, 'message', err)}") from err
+    server.tune_collector(settings)
     try:
         announce(stack, settings)
         wait_for_stop()

@@ -33,6 +33,7 @@ from pathlib import Path
 import uvicorn
 from fastapi import FastAPI
 
+from federation import gc_tuning
 from federation.api.app import ApiContext, create_app
 from federation.cli import serving
 from federation.controllers.assembly import ControllerDeps, build_reconcilers
@@ -90,6 +91,11 @@ def cap_malloc_arenas() -> None:
     38.5 -> 24.9 MB. Called by `serve` and `up` before any thread starts."""
     if "MALLOC_ARENA_MAX" not in os.environ:
         limit_malloc_arenas(MALLOC_ARENAS)
+
+
+def tune_collector(settings: Settings) -> None:
+    """``gc_tuning.tune`` with the process settings: `serve` and `up` call it once they have started."""
+    gc_tuning.tune(settings.process.gc_thresholds, freeze=settings.process.gc_freeze_at_start)
 
 
 def start_controllers(settings: Settings, uow: UnitOfWork, box: SecretBox) -> ControllerRunner:
