@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import json
 import os
 import statistics
@@ -166,12 +167,32 @@ class StatementCounter:
 
 @dataclass(frozen=True, slots=True)
 class Step:
-    """One controller's reconcile in one pass: wall and CPU seconds, writes, SQL statements."""
+    """One controller's reconcile in one pass: wall and CPU seconds, writes, SQL statements, and the seconds
+    the cyclic garbage collector ran in it (``GC_CLOCK``)."""
 
     seconds: float
     cpu: float
     writes: int
     statements: int
+    gc: float = 0.0
+
+
+class GcClock:
+    """Seconds spent in CPython's cyclic garbage collector since the process started (``gc.callbacks``)."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._started = 0.0
+        gc.callbacks.append(self._callback)
+
+    def _callback(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.seconds += time.perf_counter() - self._started
+
+
+GC_CLOCK = GcClock()
 
 
 class Bench:
@@ -283,13 +304,14 @@ class Bench:
     def _step(self, name: str, reconcile: Callable[[], Outcome]) -> Step:
         self.counter.phase = name
         statements = self.counter.counts.get(name, 0)
-        wall, cpu = time.perf_counter(), time.process_time()
+        wall, cpu, collector = time.perf_counter(), time.process_time(), GC_CLOCK.seconds
         wrote = reconcile().processed
         return Step(
             time.perf_counter() - wall,
             time.process_time() - cpu,
             wrote,
             self.counter.counts.get(name, 0) - statements,
+            GC_CLOCK.seconds - collector,
         )
 
     # -- verification (not timed) ----------------------------------------------------------------------
@@ -353,6 +375,7 @@ def _totals(passes: list[dict[str, Step]], name: str) -> dict[str, float | int]:
         "cpu": round(sum(s.cpu for s in steps), 3),
         "writes": sum(s.writes for s in steps),
         "statements": sum(s.statements for s in steps),
+        "gc": round(sum(s.gc for s in steps), 3),
     }
 
 
@@ -426,16 +449,17 @@ def report(results: list[dict[str, Any]]) -> str:
         f"runs: {', '.join(str(r['seconds']) for r in results)} s; median "
         f"{statistics.median(r['seconds'] for r in results):.2f} s (the median run below)",
         "",
-        "| phase | wall s | CPU s | writes | SQL statements |",
-        "|---|---:|---:|---:|---:|",
+        "| phase | wall s | CPU s | of it the collector, s | writes | SQL statements |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
     for name, phase in middle["phases"].items():
         lines.append(
-            f"| {name} | {phase['seconds']:.2f} | {phase['cpu']:.2f} | {phase['writes']:,} "
+            f"| {name} | {phase['seconds']:.2f} | {phase['cpu']:.2f} | {phase.get('gc', 0):.2f} "
+            f"| {phase['writes']:,} "
             f"| {phase['statements']:,} |"
         )
     lines.append(
-        f"| **total** | **{middle['seconds']:.2f}** | | {middle['bindings_per_second']:,} bindings/s "
+        f"| **total** | **{middle['seconds']:.2f}** | | | {middle['bindings_per_second']:,} bindings/s "
         f"| {middle['statements']:,} |"
     )
     idle = middle["idle_pass"]

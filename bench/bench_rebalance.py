@@ -280,6 +280,7 @@ def _totals(passes: list[dict[str, Step]], name: str) -> dict[str, float | int]:
         "cpu": round(sum(s.cpu for s in steps), 3),
         "writes": sum(s.writes for s in steps),
         "statements": sum(s.statements for s in steps),
+        "gc": round(sum(s.gc for s in steps), 3),
     }
 
 
@@ -376,16 +377,17 @@ def report(results: list[dict[str, Any]]) -> str:
         )
     lines += [
         "",
-        "| phase | wall s | CPU s | writes | SQL statements |",
-        "|---|---:|---:|---:|---:|",
-        f"| create | {middle['create_seconds']:.2f} | | 1 | {middle['create_statements']:,} |",
+        "| phase | wall s | CPU s | of it the collector, s | writes | SQL statements |",
+        "|---|---:|---:|---:|---:|---:|",
+        f"| create | {middle['create_seconds']:.2f} | | | 1 | {middle['create_statements']:,} |",
     ]
     for name, phase in middle["phases"].items():
         lines.append(
-            f"| {name} | {phase['seconds']:.2f} | {phase['cpu']:.2f} | {phase['writes']:,} "
+            f"| {name} | {phase['seconds']:.2f} | {phase['cpu']:.2f} | {phase.get('gc', 0):.2f} "
+            f"| {phase['writes']:,} "
             f"| {phase['statements']:,} |"
         )
-    lines.append(f"| **total** | **{middle['seconds']:.2f}** | | | {middle['statements']:,} |")
+    lines.append(f"| **total** | **{middle['seconds']:.2f}** | | | | {middle['statements']:,} |")
     idle = middle["idle_pass"]
     lines.append(
         "\nphases: every step of the passes that wrote (the steps after the last write, e.g. the execution's "

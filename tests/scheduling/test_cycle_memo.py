@@ -7,6 +7,8 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from federation.model import quantity
 from federation.scheduling import engine, snapshot
@@ -168,3 +170,56 @@ def test_parse_errors_are_raised_every_time_and_long_strings_are_parsed_uncached
     cached = quantity._parse_cached.cache_info().currsize
     assert quantity.parse_quantity(long) == quantity.parse_quantity("1n")  # rounded up to a nano-unit
     assert quantity._parse_cached.cache_info().currsize <= cached + 1  # "1n" at most
+
+
+def test_a_position_personal_in_the_last_call_is_looked_up_again() -> None:
+    """The last answer's personal values are the binding's own: the next call must not take them."""
+    memo, snapshots = CycleMemo(), clusters(3)
+    memo.per_cluster("k", snapshots, lambda c: f"{c.name} for binding 1 alone", personal={"m1"})
+    assert memo.per_cluster("k", snapshots, lambda c: f"{c.name} shared") == [
+        "m0 for binding 1 alone",  # stored: m0 was not personal
+        "m1 shared",
+        "m2 for binding 1 alone",
+    ]
+
+
+def test_another_order_of_the_same_clusters_answers_in_that_order() -> None:
+    memo, snapshots, runs = CycleMemo(), clusters(3), NumberedRuns()
+    assert memo.per_cluster("k", snapshots, runs) == [1, 2, 3]
+    assert memo.per_cluster("k", list(reversed(snapshots)), runs) == [3, 2, 1]
+    fresh = [snapshots[0], replace(snapshots[1]), snapshots[2]]
+    assert memo.per_cluster("k", fresh, runs) == [1, 4, 3]
+    assert runs.clusters == ["m0", "m1", "m2", "m1"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["a", "b"]),  # the key
+            st.permutations(range(4)),  # the order of the clusters
+            st.sets(st.integers(0, 3), max_size=4),  # positions (in the pool) replaced by a new snapshot
+            st.sets(st.sampled_from(["m0", "m1", "m2", "m3", "gone"]), max_size=2),  # personal
+            st.integers(2, 4),  # how many clusters of the ordered pool are asked for
+        ),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_per_cluster_answers_what_compute_would(calls) -> None:
+    """Whatever the sequence of keys, orders, new snapshots and personal names: each value is the one
+    computed for that very snapshot under that key, and a personal cluster's is this call's own."""
+    memo, pool = CycleMemo(), clusters(4)
+    for number, (key, order, replaced, personal, count) in enumerate(calls):
+        for position in replaced:
+            pool[position] = replace(pool[position])
+        asked = [pool[i] for i in order][:count]
+
+        def compute(
+            cluster: ClusterSnapshot, key: str = key, number: int = number, personal: set[str] = personal
+        ) -> tuple[Any, ...]:
+            return (key, id(cluster), number if cluster.name in personal else None)
+
+        got = memo.per_cluster(key, asked, compute, personal)
+        want = [(key, id(c), number if c.name in personal else None) for c in asked]
+        assert got == want
