@@ -47,7 +47,7 @@ def pipeline_figures(bench: Bench, run: dict[str, Any]) -> dict[str, Any]:
     write_seconds = writes.finished - writes.started
     db: DbStats = window["db"]
     scheduled = reached.get("scheduled")
-    scheduled_after_writes = goals["scheduled"] - run["at_writes_end"]["scheduled"]
+    scheduled_after_writes = goals["scheduled"] - (run["at_writes_end"]["scheduled"] or 0)
     after_writes = None
     if scheduled is not None and scheduled_after_writes > 0 and scheduled > run["writes_end"]:
         after_writes = _rate(scheduled_after_writes, scheduled - run["writes_end"])
