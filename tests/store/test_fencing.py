@@ -113,13 +113,18 @@ def test_a_takeover_waits_for_the_fenced_transaction_to_end(postgres_uow: UnitOf
     assert deployment_names(uow) == {"last-write"}
 
 
-def test_claims_are_renewed_while_held_and_forgotten_after_the_pass(uow: UnitOfWork) -> None:
+def two_claimed_by_me(uow: UnitOfWork) -> list[claims.Claim]:
+    """Deployments d1 and d2, both claimed by "me" at 0 s for 15 s."""
     with uow() as session:
         repo = objects(session, *DEPLOYMENTS)
         for name in ("d1", "d2"):
             repo.create(make_deployment(name))
     with uow() as session:
-        taken = claims.claim(session, ResourceTemplateRow, "me", 10, at(0), 15)
+        return claims.claim(session, ResourceTemplateRow, "me", 10, at(0), 15)
+
+
+def test_claims_are_renewed_while_held_and_forgotten_after_the_pass(uow: UnitOfWork) -> None:
+    taken = two_claimed_by_me(uow)
     assert len(taken) == 2
     with uow() as session:
         claims.release(session, ResourceTemplateRow, taken[:1], "me", done=True)
@@ -131,6 +136,34 @@ def test_claims_are_renewed_while_held_and_forgotten_after_the_pass(uow: UnitOfW
     with uow() as session:
         assert claims.renew(session, "me", at(20), 15) == 0  # the pass ended: the claim runs out
     assert claimed_until(uow) == {taken[1].id: at(25)}
+
+
+@pytest.mark.postgres
+def test_renewal_skips_a_claimed_row_another_transaction_holds_instead_of_waiting(
+    postgres_uow: UnitOfWork,
+) -> None:
+    """A pass writing its batch holds its rows locked; the renewal must not wait for them (the two locked
+    the same rows in different orders and deadlocked): it renews the others and comes back at once."""
+    uow = postgres_uow
+    taken = two_claimed_by_me(uow)
+    t = table_of(ResourceTemplateRow)
+    try:
+        with uow() as writing:  # the pass: d2's row locked until this transaction ends
+            writing.execute(select(t.c.id).where(t.c.id == taken[1].id).with_for_update())
+            renewed: list[int] = []
+            renewal = threading.Thread(target=_renew_in_own_transaction, args=(uow, renewed))
+            renewal.start()
+            renewal.join(10)
+            assert not renewal.is_alive(), "the renewal waited for the row the pass holds"
+        assert renewed == [1]  # d1 only
+        assert claimed_until(uow) == {taken[0].id: at(25), taken[1].id: at(15)}
+    finally:
+        claims.forget_held("me")
+
+
+def _renew_in_own_transaction(uow: UnitOfWork, renewed: list[int]) -> None:
+    with uow() as session:
+        renewed.append(claims.renew(session, "me", at(10), 15))
 
 
 def test_a_new_leader_drops_the_claims_of_the_old_one(uow: UnitOfWork) -> None:
