@@ -78,9 +78,14 @@ class Runtime:
         self.changed_at[(rtype.plural, meta.get("namespace", ""), meta["name"])] = rfc3339(self.clock())
         self.reconcile(obj)
 
+    def _owned(self, workload: dict[str, Any]) -> list[dict[str, Any]]:
+        """The stored pods the workload owns (``OwnerIndex``), in key order; not copies."""
+        meta = workload["metadata"]
+        return self.owners.owned(meta.get("namespace", ""), meta.get("uid"))
+
     def reconcile(self, workload: dict[str, Any]) -> None:
         namespace = workload["metadata"].get("namespace", "")
-        pods = [copy.deepcopy(p) for p in self.owners.owned(namespace, workload["metadata"].get("uid"))]
+        pods = [copy.deepcopy(p) for p in self._owned(workload)]
         plan = plan_pods(workload, pods, self.rng)
         for name in plan.delete:
             self.remove_pod(namespace, name)
@@ -95,7 +100,7 @@ class Runtime:
     def delete_owned(self, rtype: ResourceType, workload: dict[str, Any]) -> None:
         """Cascade: remove the workload's pods and let pending pods take the freed room."""
         namespace = workload["metadata"].get("namespace", "")
-        owned = [p["metadata"]["name"] for p in self.owners.owned(namespace, workload["metadata"].get("uid"))]
+        owned = [p["metadata"]["name"] for p in self._owned(workload)]
         for name in owned:
             self.remove_pod(namespace, name)
         self.changed_at.pop((rtype.plural, namespace, workload["metadata"]["name"]), None)
@@ -159,19 +164,12 @@ class Runtime:
         return any(self.faults.is_unhealthy(namespace, n) for n in names)
 
     def render_workload(self, rtype: ResourceType, workload: dict[str, Any]) -> dict[str, Any]:
-        namespace = workload["metadata"].get("namespace", "")
-        owned = self.owners.owned(namespace, workload["metadata"].get("uid"))
-        return self._with_status(rtype, workload, [copy.deepcopy(p) for p in owned])
+        return self._with_status(rtype, workload, [copy.deepcopy(p) for p in self._owned(workload)])
 
     def render_workloads(self, rtype: ResourceType, workloads: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """``render_workload`` of each, its pods found by owner (``OwnerIndex``) and copied shallowly
         (``render_pod`` sets their status): a page of workloads reads only the pods they own."""
-        rendered = []
-        for workload in workloads:
-            meta = workload["metadata"]
-            owned = self.owners.owned(meta.get("namespace", ""), meta.get("uid"))
-            rendered.append(self._with_status(rtype, workload, [dict(pod) for pod in owned]))
-        return rendered
+        return [self._with_status(rtype, w, [dict(pod) for pod in self._owned(w)]) for w in workloads]
 
     def _with_status(
         self, rtype: ResourceType, workload: dict[str, Any], pods: list[dict[str, Any]]

@@ -8,20 +8,15 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from federation.sim.kinds import Registry, ResourceType
+from federation.sim.kinds import ResourceType
 from federation.sim.owners import OwnerIndex
 from federation.sim.store import ObjectStore
 from federation.sim.workloads import owned_by
+from tests.sim.test_ledger import _pods_type
 
 NAMES = [f"p{i}" for i in range(6)]
 NAMESPACES = ["ns", "other"]
 UIDS = ["u1", "u2", "u3"]
-
-
-def _pods_type() -> ResourceType:
-    found = Registry().lookup("", "pods")
-    assert found is not None
-    return found
 
 
 def _pod(namespace: str, name: str, owners: list[str]) -> dict[str, Any]:
