@@ -6,14 +6,16 @@ batch writer (scheduler, taint manager, rebalancer) that changed hundreds of row
 transaction calls ``flush_rows`` instead of leaving them to ``Session.flush``.
 
 Invariants:
-- The same rows, values and optimistic check as the ORM's flush: one executemany per shape of change
-  (which columns, which SQL-expression values), each row's WHERE carrying the resourceVersion it was read
-  at; the summed row count must equal the rows written, else ``StaleDataError`` (a concurrent writer won:
-  the callers fall back to one transaction per item, exactly as after a failed flush).
+- The same rows, values and optimistic check as the ORM's flush: one statement per shape of change
+  (which columns, which SQL-expression values: ``bulkrows.update_rows``), each row matched by the
+  resourceVersion it was read at; the summed row count must equal the rows written, else
+  ``StaleDataError`` (a concurrent writer won: the callers fall back to one transaction per item,
+  exactly as after a failed flush).
 - The change log is written as ``changelog``'s flush hook would (a revision and an event per row whose
   manifest changed, set into ``resource_version`` by the same UPDATE).
 - Afterwards the written attributes are committed state, so the ORM's own flush writes only what these
-  rows do not cover (child rows: target clusters, eviction tasks).
+  rows do not cover (child rows: target clusters, eviction tasks); a row with nothing left pending is
+  clean again, so no later flush looks at it.
 - Runs under ``no_autoflush``: an autoflush would write the rows one by one before the batch does.
 - Rows whose data the ORM's hooks must seal (Secrets) are never given to it. (New Works are inserted as
   column values by ``work_writes``.)
@@ -27,13 +29,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import bindparam, inspect, update
+from sqlalchemy import inspect
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import NO_VALUE, set_committed_value
 from sqlalchemy.orm.exc import StaleDataError
 from sqlalchemy.sql.elements import ClauseElement
 
 from federation.store import changelog
+from federation.store.bulkrows import update_rows
 from federation.store.childwrites import CHILD_WRITES, ChildWrites
 from federation.store.manifest import view
 from federation.store.tables import ObjectMixin
@@ -171,15 +174,8 @@ def _execute(
     expressions: tuple[tuple[str, ClauseElement], ...],
     batch: list[dict[str, Any]],
 ) -> int:
-    values: dict[str, Any] = {c: bindparam(f"v_{c}", type_=table.c[c].type) for c in plain}
-    values.update(dict(expressions))
-    statement = (
-        update(table)
-        .where(table.c.id == bindparam(_ID), table.c.resource_version == bindparam(_SEEN))
-        .values(values)
-    )
-    result = session.connection().execute(statement, batch)
-    count = result.rowcount
+    rows = [((params[_ID], params[_SEEN]), {c: params[f"v_{c}"] for c in plain}) for params in batch]
+    count = update_rows(session.connection(), table, ("id", "resource_version"), rows, dict(expressions))
     if count != len(batch):
         raise StaleDataError(
             f"UPDATE of {table.name} expected to match {len(batch)} rows; {count} matched "
@@ -199,6 +195,14 @@ def _commit(session: Session, row: ObjectMixin, values: dict[str, Any]) -> None:
             set_committed_value(row, key, getattr(row, key))
     if expired:
         session.expire(row, expired)
+    state = inspect(row)
+    if _column_keys(state.mapper).issuperset(state.committed_state):
+        # No relationship change is pending, and the column values still in ``committed_state`` are the
+        # ones assigned unchanged (``_changes`` wrote every other): nothing of the row is pending. Take it
+        # off the session's modified set, as the ORM's own flush does after writing a row
+        # (``_commit_all``). Left there, every later autoflush and the commit compare each attribute of
+        # every batch row again to find nothing to write (at 1,000 rows, more than the batch's UPDATE).
+        state._commit_all(state.dict, session.identity_map)
 
 
 __all__ = ["deferred_children", "flush_rows"]

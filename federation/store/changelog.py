@@ -4,8 +4,9 @@ records its event, in the writer's transaction.
 Invariants:
 - One hook (``before_flush`` on every ``Session``) covers every ORM write of an API object, batched or
   not: the rows a flush inserts (ADDED) and the rows whose manifest columns it changes (MODIFIED) get
-  their revisions from one statement and their log rows from one executemany, before the flush writes the
-  objects. A flush that changes only bookkeeping (claims, dirty flags, derived columns) takes no revision.
+  their revisions from one statement and their log rows from one INSERT (``bulkrows``), before the
+  flush writes the objects. A flush that changes only bookkeeping (claims, dirty flags, derived columns)
+  takes no revision.
 - Writes that bypass the ORM call ``record`` themselves (tombstones) or go through ``delete_returning``
   (deletions: the log gets the state the DELETE removed, whatever a concurrent writer made it).
 - A DELETED event carries the object's last state at the revision of its deletion, as etcd's watch does.
@@ -21,10 +22,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from sqlalchemy import ColumnElement, Row, delete, event, insert, inspect, text
+from sqlalchemy import ColumnElement, Row, delete, event, inspect, text
 from sqlalchemy.orm import Session, UOWTransaction
 from sqlalchemy.orm.attributes import NO_VALUE
 
+from federation.store.bulkrows import insert_rows
 from federation.store.manifest import join
 from federation.store.sealing import SECRET_BOX, seal_manifest
 from federation.store.tables import ChangeLogRow, ObjectMixin, RevisionCounterRow, table_of
@@ -96,7 +98,7 @@ def record(session: Session, changes: Sequence[Change]) -> list[int]:
         change.manifest.setdefault("metadata", {})["resourceVersion"] = str(revision)
         stored = change.manifest if change.sealed else seal_manifest(change.manifest, box)
         rows.append(_log_row(revision, change, stored, now))
-    session.execute(insert(table_of(ChangeLogRow)), rows)
+    insert_rows(session.connection(), table_of(ChangeLogRow), rows)
     return revisions
 
 

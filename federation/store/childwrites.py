@@ -2,7 +2,7 @@
 
 A batch writer that rewrites hundreds of bindings opens ``bulkflush.deferred_children``: while it is open,
 ``derive`` records each binding's child-row changes here instead of editing the ORM collections, and
-``bulkflush.flush_rows`` sends them as one DELETE, one executemany UPDATE and one INSERT per table.
+``bulkflush.flush_rows`` sends them as one DELETE, one UPDATE per shape and one INSERT per table.
 
 Invariants:
 - The same rows as the ORM collections would write (``derive`` computes both from the same diff).
@@ -17,18 +17,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import bindparam, delete, insert, inspect, update
+from sqlalchemy import inspect
 from sqlalchemy.orm import Session
 
+from federation.store.bulkrows import UpdateRow, delete_rows, insert_rows, update_rows
+
 CHILD_WRITES = "federation.child_writes"
-_ID = "c_id"
 
 
 @dataclass
 class ChildWrites:
     deletes: dict[Any, list[int]] = field(default_factory=dict)  # table -> row ids
     inserts: dict[Any, list[dict[str, Any]]] = field(default_factory=dict)  # table -> values
-    updates: dict[tuple[Any, tuple[str, ...]], list[dict[str, Any]]] = field(default_factory=dict)
+    updates: dict[tuple[Any, tuple[str, ...]], list[UpdateRow]] = field(default_factory=dict)
 
     def delete(self, child: Any) -> None:
         self.deletes.setdefault(_table(type(child)), []).append(child.id)
@@ -38,21 +39,20 @@ class ChildWrites:
 
     def update(self, child: Any, values: dict[str, Any]) -> None:
         key = (_table(type(child)), tuple(sorted(values)))
-        self.updates.setdefault(key, []).append({_ID: child.id, **{f"v_{k}": v for k, v in values.items()}})
+        self.updates.setdefault(key, []).append(((child.id,), values))
 
     def __bool__(self) -> bool:
         return bool(self.deletes or self.inserts or self.updates)
 
     def write(self, session: Session) -> None:
-        """Send the collected changes: per table one DELETE, one executemany UPDATE, one INSERT."""
+        """Send the collected changes: per table one DELETE, one UPDATE per set of columns, one INSERT."""
         connection = session.connection()
         for table, ids in self.deletes.items():
-            connection.execute(delete(table).where(table.c.id.in_(ids)))
-        for (table, columns), params in self.updates.items():
-            values = {c: bindparam(f"v_{c}", type_=table.c[c].type) for c in columns}
-            connection.execute(update(table).where(table.c.id == bindparam(_ID)).values(values), params)
-        for table, rows in self.inserts.items():
-            connection.execute(insert(table), rows)
+            delete_rows(connection, table, ids)
+        for (table, _), changed in self.updates.items():
+            update_rows(connection, table, ("id",), changed)
+        for table, added in self.inserts.items():
+            insert_rows(connection, table, added)
 
 
 def _table(model: type[Any]) -> Any:

@@ -7,10 +7,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import insert, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from federation.store import retention
+from federation.store.bulkrows import insert_rows
 from federation.store.tables import SchedulingDecisionRow, table_of
 
 
@@ -68,10 +69,9 @@ class DecisionRepository:
         return Decision.from_row(row)
 
     def append_many(self, decisions: Sequence[Decision]) -> None:
-        """Append a batch: one Core executemany INSERT (no ORM objects, nothing read back)."""
-        if not decisions:
-            return
-        self.session.execute(insert(table_of(SchedulingDecisionRow)), [_values_of(d) for d in decisions])
+        """Append a batch: one INSERT (no ORM objects, nothing read back)."""
+        rows = [_values_of(d) for d in decisions]
+        insert_rows(self.session.connection(), table_of(SchedulingDecisionRow), rows)
 
     def latest(self, binding_uid: str) -> Decision | None:
         found = self.history(binding_uid=binding_uid, limit=1)

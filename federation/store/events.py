@@ -21,9 +21,12 @@ from sqlalchemy import ColumnElement, select
 from sqlalchemy.orm import Session
 
 from federation.store import dialect, retention
+from federation.store.bulkrows import OnConflict, insert_rows
 from federation.store.tables import EventRow, table_of
 
 EVENT_TYPES = frozenset({"Normal", "Warning"})
+# An event seen again is counted on its row (its dedup key: object, type, reason, message).
+REPEATED = OnConflict(keys=("dedup_key",), add=("count",), replace=("last_timestamp",))
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +137,7 @@ class EventRepository:
         return Event.from_row(row)
 
     def record_many(self, entries: Sequence[EventEntry], *, now: datetime, source: str = "") -> None:
-        """``record`` for a batch as one executemany upsert (repeats in it counted once each); nothing
+        """``record`` for a batch as one upsert (repeats in it counted once each); nothing
         is read back."""
         counted: dict[str, tuple[EventEntry, int]] = {}
         for entry in entries:
@@ -162,18 +165,7 @@ class EventRepository:
         ]
         if not values:
             return
-        # One statement compiled once (cached) and sent as an executemany: a multi-VALUES literal of
-        # hundreds of rows is compiled anew for every batch, which cost more than the round trips.
-        table = table_of(EventRow)
-        statement = dialect.insert(self.session, table)
-        statement = statement.on_conflict_do_update(
-            index_elements=["dedup_key"],
-            set_={
-                "count": table.c.count + statement.excluded.count,
-                "last_timestamp": statement.excluded.last_timestamp,
-            },
-        )
-        self.session.execute(statement, values)
+        insert_rows(self.session.connection(), table_of(EventRow), values, REPEATED)
 
     def for_object(self, kind: str, namespace: str, name: str) -> list[Event]:
         """Events about one object, oldest first (as ``describe`` prints them)."""

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from federation.store.bulkrows import insert_rows
 from federation.store.tables import FailoverHistoryRow, table_of
 
 # Actions (the ``action`` column).
@@ -93,7 +94,7 @@ class HistoryRepository:
             }
             for e in entries
         ]
-        self.session.execute(insert(table_of(FailoverHistoryRow)), rows)
+        insert_rows(self.session.connection(), table_of(FailoverHistoryRow), rows)
 
     def list(
         self,

@@ -31,11 +31,12 @@ from datetime import datetime
 from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import bindparam, insert, select, update
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.util import identity_key
 
 from federation.store import changelog, claims
+from federation.store.bulkrows import UpdateRow, insert_rows, update_rows
 from federation.store.derive import work_columns
 from federation.store.errors import Conflict
 from federation.store.kinds import WORK_API_VERSION
@@ -66,7 +67,7 @@ def spec_carries_secret(spec: Any) -> bool:
 
 
 def insert_new(session: Session, works: Sequence[tuple[Mapping[str, Any], int | None]], now: datetime) -> int:
-    """Insert rendered Works (each with its binding's row id) by one executemany, with their ADDED events
+    """Insert rendered Works (each with its binding's row id) by one statement, with their ADDED events
     and revisions; the Works inserted. A duplicate name fails the statement (``IntegrityError``)."""
     if not works:
         return 0
@@ -84,7 +85,7 @@ def _insert(session: Session, works: Sequence[tuple[Mapping[str, Any], int | Non
     ]
     for row, revision in zip(rows, changelog.record(session, added), strict=True):
         row["resource_version"] = revision
-    session.connection().execute(insert(table_of(WorkRow)), rows)
+    insert_rows(session.connection(), table_of(WorkRow), rows)
     return len(rows)
 
 
@@ -118,7 +119,7 @@ def _values(work: Mapping[str, Any], binding_id: int | None, now: datetime) -> d
 
 
 def tombstone(session: Session, marked: Sequence[Tombstone], now: datetime) -> None:
-    """Give these Works their tombstone's extra metadata by one executemany UPDATE, each queued for sync
+    """Give these Works their tombstone's extra metadata by one UPDATE, each queued for sync
     and logged as MODIFIED at its own new revision; ``Conflict`` if one changed since it was summarised."""
     if not marked:
         return
@@ -132,23 +133,13 @@ def _tombstone(session: Session, marked: Sequence[Tombstone], now: datetime) -> 
         changelog.Change(changelog.MODIFIED, _tombstoned(stored[m.id], m), sealed=True) for m in marked
     ]
     revisions = changelog.record(session, changes)
-    params = [
-        {"row_id": m.id, "seen_version": m.seen_version, "new_extra": m.metadata_extra, "new_version": rev}
-        for m, rev in zip(marked, revisions, strict=True)
+    rows: list[UpdateRow] = [
+        ((m.id, m.seen_version), {"metadata_extra": m.metadata_extra, "resource_version": revision})
+        for m, revision in zip(marked, revisions, strict=True)
     ]
-    t = table_of(WorkRow)
-    statement = (
-        update(t)
-        .where(t.c.id == bindparam("row_id"), t.c.resource_version == bindparam("seen_version"))
-        .values(
-            metadata_extra=bindparam("new_extra", type_=t.c.metadata_extra.type),
-            resource_version=bindparam("new_version", type_=t.c.resource_version.type),
-            updated_at=now,
-            **claims.queue_values(WorkRow),
-        )
-    )
-    result = session.execute(statement, params)
-    if result.rowcount != len(params):  # type: ignore[attr-defined]
+    shared = {"updated_at": now, **claims.queue_values(WorkRow)}
+    matched = update_rows(session.connection(), table_of(WorkRow), ("id", "resource_version"), rows, shared)
+    if matched != len(rows):
         raise Conflict(KIND, marked[0].namespace, marked[0].name, "a Work changed while it was tombstoned")
     for m in marked:  # a row this session loaded no longer says what the database holds
         loaded = session.identity_map.get(identity_key(WorkRow, m.id))

@@ -82,6 +82,21 @@ def test_the_orm_flush_afterwards_writes_no_row_again(uow: UnitOfWork, engine: E
         assert not [s for s in log.statements if "change_log" in s]
 
 
+def test_rows_written_by_children_deferred_are_clean_again(uow: UnitOfWork) -> None:
+    """A batch writer's rows leave the session's modified set once written: a later autoflush (any query)
+    and the commit do not compare their attributes again to find nothing to write."""
+    _create(uow, 3)
+    with uow() as session:
+        rows = _rows(session)
+        with deferred_children(session) as children:
+            for row in rows:
+                _place(session, row, "member1", 2)
+        assert all(row in session.dirty for row in rows)
+        flush_rows(session, rows, children)
+        assert not [row for row in rows if row in session.dirty]
+        assert [row.spec["clusters"] for row in rows] == [[{"name": "member1", "replicas": 2}]] * 3
+
+
 def test_a_row_changed_by_another_writer_fails_the_batch_and_nothing_is_written(uow: UnitOfWork) -> None:
     _create(uow, 3)
     with uow() as session:

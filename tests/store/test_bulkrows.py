@@ -1,0 +1,171 @@
+"""``bulkrows``: many rows inserted or updated by one statement store exactly what SQLAlchemy's executemany
+stores (types processed, defaults applied, JSON null kept), report the rows matched, and refuse a batch
+whose rows disagree on their columns before sending anything; on both backends."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, insert, select
+from sqlalchemy.exc import StatementError
+
+from federation.store.bulkrows import OnConflict, delete_rows, insert_rows, update_rows
+from federation.store.tables import ChangeLogRow, EventRow, SchedulingDecisionRow, table_of
+
+from .support import T0, count_statements
+
+LOG = table_of(ChangeLogRow)
+DECISIONS = table_of(SchedulingDecisionRow)
+
+
+def _log_row(revision: int, **overrides: Any) -> dict[str, Any]:
+    row = {
+        "revision": revision,
+        "event": "ADDED",
+        "api_version": "v1",
+        "kind": "ConfigMap",
+        "namespace": "default",
+        "name": f"c{revision}",
+        # Characters a hand-built array literal would get wrong: quotes, braces, commas, backslashes.
+        "object": {"data": {"k": "a'b\"c{d},e\\f", "n": revision, "ü": [1, None, True]}},
+        "previous_labels": None,
+        "created_at": T0 + timedelta(seconds=revision),
+    }
+    row.update(overrides)
+    return row
+
+
+def _stored(engine: Engine, table: Any, order: Any) -> list[dict[str, Any]]:
+    with engine.connect() as connection:
+        return [dict(r._mapping) for r in connection.execute(select(table).order_by(order))]
+
+
+def test_inserted_rows_equal_the_executemany_ones(engine: Engine) -> None:
+    rows = [_log_row(n) for n in range(1, 4)]
+    with engine.begin() as connection:
+        assert insert_rows(connection, LOG, rows) == 3
+        same = [_log_row(n + 10, object=_log_row(n)["object"]) for n in range(1, 4)]
+        connection.execute(insert(LOG), same)
+    stored = _stored(engine, LOG, LOG.c.revision)
+    bulk, each = stored[:3], stored[3:]
+    for mine, theirs in zip(bulk, each, strict=True):
+        assert mine["revision"] + 10 == theirs["revision"]
+        assert mine["created_at"] + timedelta(seconds=10) == theirs["created_at"]
+        for key in ("event", "kind", "object", "previous_labels"):
+            assert mine[key] == theirs[key]
+    assert bulk[0]["object"]["data"]["k"] == "a'b\"c{d},e\\f"
+    # A Python None in a JSON column is JSON null for both, not SQL NULL (SQLAlchemy's none_as_null=False).
+    with engine.connect() as connection:
+        nulls = connection.execute(select(LOG.c.revision).where(LOG.c.previous_labels.is_(None))).all()
+    assert nulls == []
+
+
+def test_columns_left_out_get_their_python_defaults(engine: Engine) -> None:
+    row = {
+        "binding_uid": "u1",
+        "binding_kind": "ResourceBinding",
+        "binding_name": "b",
+        "binding_generation": 1,
+        "created_at": T0,
+        "result": "Success",
+    }
+    with engine.begin() as connection:
+        insert_rows(connection, DECISIONS, [row, {**row, "binding_uid": "u2"}])
+    stored = _stored(engine, DECISIONS, DECISIONS.c.id)
+    assert [
+        (r["binding_uid"], r["binding_namespace"], r["message"], r["clusters"], r["explanation"])
+        for r in stored
+    ] == [
+        ("u1", "", "", [], {}),
+        ("u2", "", "", [], {}),
+    ]
+
+
+def test_one_statement_for_the_batch_on_postgres(engine: Engine) -> None:
+    with engine.begin() as connection, count_statements(engine) as statements:
+        insert_rows(connection, LOG, [_log_row(n) for n in range(1, 501)])
+    if engine.dialect.name == "postgresql":
+        assert statements.count == 1
+    assert len(_stored(engine, LOG, LOG.c.revision)) == 500
+
+
+def test_a_batch_whose_rows_differ_is_refused_before_anything_is_sent(engine: Engine) -> None:
+    rows = [_log_row(1), {k: v for k, v in _log_row(2).items() if k != "previous_labels"}]
+    with engine.begin() as connection, pytest.raises(ValueError, match="every row of a batch"):
+        insert_rows(connection, LOG, rows)
+    assert _stored(engine, LOG, LOG.c.revision) == []
+
+
+def test_a_naive_datetime_is_refused_as_the_column_type_refuses_it(engine: Engine) -> None:
+    naive = datetime(2026, 5, 1, 12, 0)
+    with engine.begin() as connection, pytest.raises((ValueError, StatementError), match="naive datetime"):
+        insert_rows(connection, LOG, [_log_row(1, created_at=naive)])
+
+
+def test_update_sets_each_rows_values_and_the_shared_ones_and_counts_the_matched(engine: Engine) -> None:
+    with engine.begin() as connection:
+        insert_rows(connection, LOG, [_log_row(n) for n in range(1, 4)])
+    later = datetime(2026, 6, 1, tzinfo=UTC)
+    rows = [
+        ((1, "c1"), {"event": "MODIFIED", "object": {"n": 1}}),
+        ((2, "c2"), {"event": "MODIFIED", "object": {"n": 2}}),
+        ((3, "not-its-name"), {"event": "MODIFIED", "object": {"n": 3}}),  # matches nothing
+    ]
+    shared = {"created_at": later, "previous_labels": None, "kind": LOG.c.kind + "s"}
+    with engine.begin() as connection:
+        matched = update_rows(connection, LOG, ("revision", "name"), rows, shared)
+    assert matched == 2
+    stored = {r["revision"]: r for r in _stored(engine, LOG, LOG.c.revision)}
+    assert [(stored[n]["event"], stored[n]["object"], stored[n]["kind"]) for n in (1, 2)] == [
+        ("MODIFIED", {"n": 1}, "ConfigMaps"),
+        ("MODIFIED", {"n": 2}, "ConfigMaps"),
+    ]
+    assert stored[1]["created_at"] == later
+    assert (stored[3]["event"], stored[3]["kind"], stored[3]["created_at"]) == (
+        "ADDED",
+        "ConfigMap",
+        T0 + timedelta(seconds=3),
+    )
+
+
+def test_an_upsert_adds_and_replaces_the_named_columns_of_an_existing_row(engine: Engine) -> None:
+    events = table_of(EventRow)
+    repeated = OnConflict(keys=("dedup_key",), add=("count",), replace=("last_timestamp",))
+
+    def event(key: str, count: int, at: datetime) -> dict[str, Any]:
+        return {
+            "dedup_key": key,
+            "involved_kind": "ResourceBinding",
+            "involved_name": key,
+            "type": "Normal",
+            "reason": "Scheduled",
+            "count": count,
+            "first_timestamp": at,
+            "last_timestamp": at,
+        }
+
+    later = T0 + timedelta(minutes=5)
+    with engine.begin() as connection:
+        insert_rows(connection, events, [event("a", 1, T0), event("b", 2, T0)], repeated)
+        insert_rows(connection, events, [event("b", 3, later), event("c", 1, later)], repeated)
+    stored = {r["dedup_key"]: r for r in _stored(engine, events, events.c.dedup_key)}
+    assert {k: (r["count"], r["first_timestamp"], r["last_timestamp"]) for k, r in stored.items()} == {
+        "a": (1, T0, T0),
+        "b": (5, T0, later),
+        "c": (1, later, later),
+    }
+
+
+def test_delete_removes_exactly_the_rows_of_the_ids(engine: Engine) -> None:
+    row = {"binding_uid": "u", "binding_kind": "ResourceBinding", "binding_name": "b", "created_at": T0}
+    with engine.begin() as connection:
+        insert_rows(
+            connection, DECISIONS, [{**row, "binding_generation": g, "result": "Success"} for g in range(5)]
+        )
+    ids = [r["id"] for r in _stored(engine, DECISIONS, DECISIONS.c.id)]
+    with engine.begin() as connection:
+        assert delete_rows(connection, DECISIONS, [ids[1], ids[3], 10**9]) == 2
+        assert delete_rows(connection, DECISIONS, []) == 0
+    assert [r["binding_generation"] for r in _stored(engine, DECISIONS, DECISIONS.c.id)] == [0, 2, 4]
