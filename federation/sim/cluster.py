@@ -34,7 +34,7 @@ from federation.sim.kinds import Registry, ResourceType
 from federation.sim.nodes import seed_objects
 from federation.sim.pods import rfc3339
 from federation.sim.runtime import Runtime, is_workload
-from federation.sim.selectors import Predicate
+from federation.sim.selectors import Predicate, label_selector
 from federation.sim.store import ObjectStore
 from federation.sim.validation import check_body, check_workload, register_crd, scale_of
 
@@ -78,7 +78,7 @@ class SimCluster:
         self,
         rtype: ResourceType,
         namespace: str | None,
-        labels: Predicate,
+        selector: str,
         fields: Predicate | None,
         start: int,
         size: int | None,
@@ -86,13 +86,16 @@ class SimCluster:
         """Objects ``start`` to ``start + size`` (all from ``start`` when ``size`` is None) of those a LIST
         selects, rendered, and how many it selects in all. Without a field selector the page is cut before
         rendering (labels are not rendered): a paged LIST of N objects copies and renders N objects, not N
-        per page. A field selector may name rendered status (``status.phase``): everything is rendered."""
+        per page. A field selector may name rendered status (``status.phase``): everything is rendered.
+        ``selector`` is the label selector's text; the objects it selects are remembered by the store
+        until the type's next write (``peek_selected``), so the pages of one LIST select once."""
         end = None if size is None else start + size
+        labels = label_selector(selector)
         with self.store.lock:
             if fields is not None:
                 selected = self.list_objects(rtype, namespace, lambda o: labels(o) and fields(o))
                 return selected[start:end], len(selected)
-            matching = [o for o in self.store.peek_objects(rtype, namespace) if labels(o)]
+            matching = self.store.peek_selected(rtype, namespace, selector, labels)
             page = [copy.deepcopy(o) for o in matching[start:end]]
             return self._rendered(rtype, page), len(matching)
 

@@ -158,14 +158,15 @@ def _collection(
         items = cluster.list_objects(rtype, scope, match)
         return _json(table_for(rtype, items, cluster.clock(), cluster.store.resource_version))
     fields = match_f if query.get("fieldSelector") else None
-    return _json(_paged(cluster, rtype, scope, match_l, fields, query.get("limit"), query.get("continue")))
+    selector = query.get("labelSelector") or ""
+    return _json(_paged(cluster, rtype, scope, selector, fields, query.get("limit"), query.get("continue")))
 
 
 def _paged(
     cluster: SimCluster,
     rtype: ResourceType,
     scope: str | None,
-    labels: Predicate,
+    selector: str,
     fields: Predicate | None,
     limit: str | None,
     token: str | None,
@@ -173,7 +174,7 @@ def _paged(
     """One page of a LIST (``limit``/``continue``: the token is the offset of the next page)."""
     start = int(token) if token and token.isdigit() else 0
     size = int(limit) if limit and limit.isdigit() and int(limit) > 0 else None
-    page, total = cluster.list_page(rtype, scope, labels, fields, start, size)
+    page, total = cluster.list_page(rtype, scope, selector, fields, start, size)
     end = total if size is None else start + size
     more = end < total
     return _list_body(cluster, rtype, page, str(end) if more else None, total - end)

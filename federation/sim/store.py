@@ -7,13 +7,16 @@ Invariants:
   writes. Callers hold ``lock`` across read-modify-write sequences (the store itself never calls out).
 - Stored dicts are owned by the store: ``get``/``list`` return deep copies, ``put`` stores a deep copy;
   ``peek``/``peek_objects`` hand out the stored dicts themselves, to readers that never change or keep them.
-- ``put`` and ``remove`` are the only writes: each adds the object's key to every ``track`` set of its type.
+- ``put`` and ``remove`` are the only writes: each adds the object's key to every ``track`` set of its type
+  and forgets the type's remembered selections (``peek_selected``), so a selection is never older than
+  the objects it was made of.
 """
 
 from __future__ import annotations
 
 import copy
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from federation.sim.kinds import ResourceType
@@ -29,6 +32,9 @@ class ObjectStore:
         self._rv = 0
         self._objects: dict[tuple[str, str], dict[ObjKey, dict[str, Any]]] = {}
         self._trackers: dict[tuple[str, str], list[set[ObjKey]]] = {}
+        # type → (namespace, selector) → the stored dicts it selects, in order; dropped when the type is
+        # written.
+        self._selections: dict[tuple[str, str], dict[tuple[str | None, str], list[dict[str, Any]]]] = {}
 
     @property
     def resource_version(self) -> str:
@@ -55,6 +61,7 @@ class ObjectStore:
             return keys
 
     def _touched(self, rtype: ResourceType, key: ObjKey) -> None:
+        self._selections.pop(rtype.key, None)
         for keys in self._trackers.get(rtype.key, ()):
             keys.add(key)
 
@@ -70,6 +77,26 @@ class ObjectStore:
             bucket = self._bucket(rtype).items()
             selected = bucket if namespace is None else [(k, o) for k, o in bucket if k[0] == namespace]
             return [o for _, o in sorted(selected)]
+
+    def peek_selected(
+        self,
+        rtype: ResourceType,
+        namespace: str | None,
+        selector: str,
+        match: Callable[[dict[str, Any]], bool],
+    ) -> list[dict[str, Any]]:
+        """``peek_objects`` narrowed to those ``match`` accepts, remembered under ``selector`` (the text
+        ``match`` was made from) until the type's next write. A paged LIST asks once per page, and a
+        federation's status collection LISTs every few seconds: 10,000 objects were sorted and
+        label-matched for each of a LIST's 20 pages, and again each round, when nothing had changed."""
+        with self.lock:
+            remembered = self._selections.setdefault(rtype.key, {})
+            selected = remembered.get((namespace, selector))
+            if selected is None:
+                selected = remembered[(namespace, selector)] = [
+                    o for o in self.peek_objects(rtype, namespace) if match(o)
+                ]
+            return selected
 
     def put(self, rtype: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
         """Store ``obj`` under the next resourceVersion; returns the stored copy."""
