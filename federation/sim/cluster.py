@@ -15,12 +15,12 @@ Invariants:
 
 from __future__ import annotations
 
-import copy
 import time
 from collections.abc import Callable
 from typing import Any
 
 from federation.model import patching
+from federation.model.jsonvalue import clone
 from federation.model.patching import (
     APPLY,
     ApplyConflict,
@@ -96,7 +96,7 @@ class SimCluster:
                 selected = self.list_objects(rtype, namespace, lambda o: labels(o) and fields(o))
                 return selected[start:end], len(selected)
             matching = self.store.peek_selected(rtype, namespace, selector, labels)
-            page = [copy.deepcopy(o) for o in matching[start:end]]
+            page = [clone(o) for o in matching[start:end]]
             return self._rendered(rtype, page), len(matching)
 
     def _rendered(self, rtype: ResourceType, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -212,7 +212,7 @@ class SimCluster:
             new = body if content_type == "" else _patched(old, content_type, body, _keyed(rtype))
             if not isinstance(new, dict):
                 raise errors.bad_request("the status body must be an object")
-            obj = copy.deepcopy(old)
+            obj = clone(old)
             if rtype.kind not in _SERVER_STATUS:
                 obj["status"] = new.get("status")
             if obj != old:
@@ -228,12 +228,12 @@ class SimCluster:
     ) -> dict[str, Any]:
         with self.store.lock:
             old = self._existing(rtype, namespace, name)
-            current = scale_of(self._render(rtype, copy.deepcopy(old)))
+            current = scale_of(self._render(rtype, clone(old)))
             new = body if content_type == "" else _patched(current, content_type, body, True)
             replicas = ((new or {}).get("spec") or {}).get("replicas")
             if not isinstance(replicas, int) or replicas < 0:
                 raise errors.invalid("Scale", "autoscaling", name, "spec.replicas", "must be an integer >= 0")
-            obj = copy.deepcopy(old)
+            obj = clone(old)
             obj.setdefault("spec", {})["replicas"] = replicas
             return scale_of(self._render(rtype, self._update(rtype, old, obj, manager)))
 
@@ -348,7 +348,7 @@ def _same_apart_from_times(new: dict[str, Any], old: dict[str, Any]) -> bool:
     """True when an apply changed neither content nor ownership (only managedFields times differ)."""
 
     def strip(obj: dict[str, Any]) -> dict[str, Any]:
-        out = copy.deepcopy(obj)
+        out = clone(obj)
         meta = out.setdefault("metadata", {})
         for key in ("resourceVersion", "uid", "creationTimestamp", "generation"):
             meta.pop(key, None)

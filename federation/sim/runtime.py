@@ -9,12 +9,12 @@ Invariants:
 
 from __future__ import annotations
 
-import copy
 import random
 import uuid
 from collections.abc import Callable
 from typing import Any
 
+from federation.model.jsonvalue import clone
 from federation.sim.config import Faults, SimulatorConfig
 from federation.sim.kinds import Registry, ResourceType
 from federation.sim.ledger import CapacityLedger
@@ -85,7 +85,7 @@ class Runtime:
 
     def reconcile(self, workload: dict[str, Any]) -> None:
         namespace = workload["metadata"].get("namespace", "")
-        pods = [copy.deepcopy(p) for p in self._owned(workload)]
+        pods = [clone(p) for p in self._owned(workload)]
         plan = plan_pods(workload, pods, self.rng)
         for name in plan.delete:
             self.remove_pod(namespace, name)
@@ -120,7 +120,7 @@ class Runtime:
         nodes = self.store.list_objects(self.nodes)
         free = self.ledger.free(nodes)
         waiting = (self.store.peek(self.pods, key) for key in self.ledger.waiting)
-        pending = [copy.deepcopy(pod) for pod in waiting if pod is not None]
+        pending = [clone(pod) for pod in waiting if pod is not None]
         pending.sort(key=lambda p: (p["metadata"].get("creationTimestamp", ""), p["metadata"]["name"]))
         for pod in pending:
             host = first_fit(pod, nodes, free)
@@ -164,7 +164,7 @@ class Runtime:
         return any(self.faults.is_unhealthy(namespace, n) for n in names)
 
     def render_workload(self, rtype: ResourceType, workload: dict[str, Any]) -> dict[str, Any]:
-        return self._with_status(rtype, workload, [copy.deepcopy(p) for p in self._owned(workload)])
+        return self._with_status(rtype, workload, [clone(p) for p in self._owned(workload)])
 
     def render_workloads(self, rtype: ResourceType, workloads: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """``render_workload`` of each, its pods found by owner (``OwnerIndex``) and copied shallowly

@@ -14,11 +14,11 @@ Invariants:
 
 from __future__ import annotations
 
-import copy
 import threading
 from collections.abc import Callable
 from typing import Any
 
+from federation.model.jsonvalue import clone
 from federation.sim.kinds import ResourceType
 
 ObjKey = tuple[str, str]
@@ -46,7 +46,7 @@ class ObjectStore:
     def get(self, rtype: ResourceType, namespace: str, name: str) -> dict[str, Any] | None:
         with self.lock:
             obj = self._bucket(rtype).get((namespace, name))
-            return copy.deepcopy(obj) if obj is not None else None
+            return clone(obj) if obj is not None else None
 
     def peek(self, rtype: ResourceType, key: ObjKey) -> dict[str, Any] | None:
         """``get`` without the copy, for a reader under ``lock`` that neither changes nor keeps it."""
@@ -68,7 +68,7 @@ class ObjectStore:
     def list_objects(self, rtype: ResourceType, namespace: str | None = None) -> list[dict[str, Any]]:
         """Objects of ``rtype`` (in ``namespace`` when given), ordered by namespace then name."""
         with self.lock:
-            return [copy.deepcopy(o) for o in self.peek_objects(rtype, namespace)]
+            return [clone(o) for o in self.peek_objects(rtype, namespace)]
 
     def peek_objects(self, rtype: ResourceType, namespace: str | None = None) -> list[dict[str, Any]]:
         """``list_objects`` without the copies, for a reader under ``lock`` that neither changes nor keeps
@@ -105,9 +105,9 @@ class ObjectStore:
             meta = obj.setdefault("metadata", {})
             meta["resourceVersion"] = str(self._rv)
             key = (meta.get("namespace", "") if rtype.namespaced else "", meta["name"])
-            self._bucket(rtype)[key] = copy.deepcopy(obj)
+            self._bucket(rtype)[key] = clone(obj)
             self._touched(rtype, key)
-            return copy.deepcopy(obj)
+            return clone(obj)
 
     def remove(self, rtype: ResourceType, namespace: str, name: str) -> dict[str, Any] | None:
         with self.lock:

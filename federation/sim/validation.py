@@ -8,12 +8,12 @@ Invariants:
 
 from __future__ import annotations
 
-import copy
 import re
 from typing import Any
 
 from pydantic import ValidationError
 
+from federation.model.jsonvalue import clone
 from federation.model.labels import LabelSelector, is_path_segment_name
 from federation.sim import errors
 from federation.sim.kinds import Registry, ResourceType
@@ -26,7 +26,7 @@ RBAC_GROUP = "rbac.authorization.k8s.io"
 def check_body(rtype: ResourceType, body: Any, name: str | None) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise errors.bad_request("the request body must be a JSON or YAML object")
-    obj = copy.deepcopy(body)
+    obj = clone(body)
     obj.setdefault("apiVersion", rtype.group_version)
     obj.setdefault("kind", rtype.kind)
     if obj["kind"] != rtype.kind:

@@ -14,13 +14,13 @@ Invariants:
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import random
 from dataclasses import dataclass
 from typing import Any
 
+from federation.model.jsonvalue import clone
 from federation.sim.pods import is_ready
 
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "ReplicaSet")
@@ -96,7 +96,7 @@ def _random_name(workload: dict[str, Any], rng: random.Random) -> str:
 
 
 def _new_pod(workload: dict[str, Any], name: str) -> dict[str, Any]:
-    template = copy.deepcopy((workload.get("spec") or {}).get("template") or {})
+    template = clone((workload.get("spec") or {}).get("template") or {})
     meta = template.get("metadata") or {}
     labels = dict(meta.get("labels") or {})
     labels[_hash_label(workload["kind"])] = current_hash(workload)
