@@ -47,6 +47,7 @@ from federation.model.work import CONDITION_APPLIED, ManifestIdentity, WorkStatu
 from federation.store import bulkflush, probes
 from federation.store.bindings import BindingRepository
 from federation.store.db import UnitOfWork
+from federation.store.dialect import among
 from federation.store.errors import Conflict
 from federation.store.events import InvolvedObject
 from federation.store.manifest import view
@@ -353,7 +354,7 @@ def _binding_rows(session: Session, ids: Sequence[int]) -> dict[int, ResourceBin
     """id → binding row (both kinds), in id order; deleted ids are absent."""
     if not ids:
         return {}
-    statement = select(ResourceBindingRow).where(ResourceBindingRow.id.in_(list(ids)))
+    statement = select(ResourceBindingRow).where(among(session, ResourceBindingRow.id, ids))
     return {row.id: row for row in session.scalars(statement.order_by(ResourceBindingRow.id))}
 
 
@@ -361,7 +362,7 @@ def _template_rows(session: Session, uids: Sequence[str]) -> dict[str, ResourceT
     """uid → template row; absent uids are missing."""
     if not uids:
         return {}
-    statement = select(ResourceTemplateRow).where(ResourceTemplateRow.uid.in_(list(uids)))
+    statement = select(ResourceTemplateRow).where(among(session, ResourceTemplateRow.uid, uids))
     return {row.uid: row for row in session.scalars(statement)}
 
 

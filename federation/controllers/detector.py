@@ -21,7 +21,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import or_, select, tuple_, update
+from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
 from federation.controllers import isolation
@@ -33,6 +33,7 @@ from federation.model.policy import PropagationSpec
 from federation.store import bulkflush, claims
 from federation.store.bindings import BindingRepository
 from federation.store.db import UnitOfWork
+from federation.store.dialect import pairs_among
 from federation.store.events import InvolvedObject
 from federation.store.manifest import join, split
 from federation.store.repository import ObjectRepository, manifests_by_id
@@ -279,7 +280,7 @@ def _taken_names(session: Session, bindings: Sequence[Mapping[str, Any]]) -> set
     if not keys:
         return set()
     b = ResourceBindingRow
-    statement = select(b.namespace, b.name).where(tuple_(b.namespace, b.name).in_(keys))
+    statement = select(b.namespace, b.name).where(pairs_among(session, (b.namespace, b.name), keys))
     return {(str(namespace), str(name)) for namespace, name in session.execute(statement)}
 
 

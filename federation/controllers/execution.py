@@ -50,6 +50,7 @@ from federation.controllers.runtime import Clock, Outcome
 from federation.store import bulkflush, probes, work_writes
 from federation.store.bindings import BindingRepository
 from federation.store.db import UnitOfWork
+from federation.store.dialect import among
 from federation.store.errors import Conflict
 from federation.store.events import InvolvedObject
 from federation.store.manifest import format_timestamp, join, split
@@ -364,7 +365,7 @@ def _binding_views(session: Session, ids: Sequence[int]) -> dict[int, dict[str, 
     b = ResourceBindingRow
     statement = (
         select(b.id, b.api_version, b.kind, b.namespace, b.name, b.uid, b.resource_version, b.labels, b.spec)
-        .where(b.id.in_(list(ids)))
+        .where(among(session, b.id, ids))
         .order_by(b.id)
     )
     views: dict[int, dict[str, Any]] = {}

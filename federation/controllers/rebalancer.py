@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select, tuple_
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from federation.controllers import isolation
@@ -50,6 +50,7 @@ from federation.model.rebalancing import Action, Entry, LatestDecision
 from federation.store import bulkflush, probes
 from federation.store.bindings import BindingRepository
 from federation.store.db import UnitOfWork
+from federation.store.dialect import among, pairs_among
 from federation.store.events import EventEntry, EventRepository, InvolvedObject
 from federation.store.manifest import join, split
 from federation.store.repository import ObjectRepository, manifests_by_id
@@ -152,11 +153,9 @@ class WorkloadRebalancerController:
         if not keys:
             return {}
         b = ResourceBindingRow
-        statement = select(b.namespace, b.name, b.resource_version, b.uid).where(
-            tuple_(b.namespace, b.name).in_(sorted(keys))
-        )
         with self.uow() as session:
-            rows = session.execute(statement).all()
+            keyed = pairs_among(session, (b.namespace, b.name), sorted(keys))
+            rows = session.execute(select(b.namespace, b.name, b.resource_version, b.uid).where(keyed)).all()
             latest = _latest_decision_ids(session, [str(uid) for *_, uid in rows])
         return {(ns, name): (int(rv), latest.get(str(uid))) for ns, name, rv, uid in rows}
 
@@ -405,7 +404,7 @@ def _load(session: Session, keys: Collection[BindingKey]) -> Loaded:
     if not keys:
         return Loaded({}, {})
     b = ResourceBindingRow
-    statement = select(b).where(tuple_(b.namespace, b.name).in_(sorted(keys)))
+    statement = select(b).where(pairs_among(session, (b.namespace, b.name), sorted(keys)))
     rows = {(row.namespace, row.name): row for row in session.scalars(statement)}
     bindings = {key: join(row) for key, row in rows.items()}
     uids = [str(binding["metadata"]["uid"]) for binding in bindings.values()]
@@ -417,7 +416,9 @@ def _latest_decision_ids(session: Session, uids: Sequence[str]) -> dict[str, int
         return {}
     d = SchedulingDecisionRow
     statement = (
-        select(d.binding_uid, func.max(d.id)).where(d.binding_uid.in_(list(uids))).group_by(d.binding_uid)
+        select(d.binding_uid, func.max(d.id))
+        .where(among(session, d.binding_uid, uids))
+        .group_by(d.binding_uid)
     )
     return {str(uid): int(latest) for uid, latest in session.execute(statement)}
 
@@ -426,7 +427,7 @@ def _latest_decisions(session: Session, uids: Sequence[str]) -> dict[str, tuple[
     if not uids:
         return {}
     d = SchedulingDecisionRow
-    latest = select(func.max(d.id)).where(d.binding_uid.in_(list(uids))).group_by(d.binding_uid)
+    latest = select(func.max(d.id)).where(among(session, d.binding_uid, uids)).group_by(d.binding_uid)
     statement = select(d.id, d.binding_uid, d.binding_generation, d.result, d.message).where(d.id.in_(latest))
     return {
         str(uid): (int(i), LatestDecision(generation, str(result), str(message or "")))

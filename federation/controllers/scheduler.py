@@ -58,6 +58,7 @@ from federation.store import bulkflush, claims, requeue
 from federation.store.bindings import BindingRepository
 from federation.store.db import UnitOfWork
 from federation.store.decisions import Decision, DecisionRepository
+from federation.store.dialect import among
 from federation.store.errors import Conflict, NotFound
 from federation.store.events import EventEntry, EventRepository, InvolvedObject
 from federation.store.manifest import join, split
@@ -432,7 +433,7 @@ class Scheduler:
 
 def bindings_by_id(session: Session, ids: Sequence[int]) -> dict[int, Manifest]:
     """Row id → binding manifest, one query."""
-    statement = select(ResourceBindingRow).where(ResourceBindingRow.id.in_(list(ids)))
+    statement = select(ResourceBindingRow).where(among(session, ResourceBindingRow.id, ids))
     return {row.id: join(row) for row in session.scalars(statement)}
 
 
@@ -440,7 +441,7 @@ def loaded_rows(session: Session, ids: Sequence[int]) -> dict[int, ResourceBindi
     """Row id → binding row with its target and eviction-task rows (three queries, not one per row)."""
     statement = (
         select(ResourceBindingRow)
-        .where(ResourceBindingRow.id.in_(list(ids)))
+        .where(among(session, ResourceBindingRow.id, ids))
         .options(selectinload(ResourceBindingRow.targets), selectinload(ResourceBindingRow.eviction_tasks))
     )
     return {row.id: row for row in session.scalars(statement)}
@@ -463,7 +464,7 @@ def cluster_snapshots(session: Session, ids: Sequence[int] | None = None) -> lis
     """Every cluster (or those with these row ids) as an engine snapshot; a malformed one is skipped."""
     statement = select(ClusterRow).order_by(ClusterRow.name)
     if ids is not None:
-        statement = statement.where(ClusterRow.id.in_(list(ids)))
+        statement = statement.where(among(session, ClusterRow.id, ids))
     snapshots = []
     for row in session.scalars(statement):
         try:

@@ -45,6 +45,7 @@ from federation.settings import FailoverSettings
 from federation.store import bulkflush, probes
 from federation.store.bindings import BindingRepository
 from federation.store.db import UnitOfWork
+from federation.store.dialect import among
 from federation.store.events import EventEntry, EventRepository, InvolvedObject
 from federation.store.history import EVICTED, EVICTION_PAUSED, HistoryEntry, HistoryRepository
 from federation.store.manifest import join, split
@@ -370,7 +371,7 @@ def _load(session: Session, ids: Sequence[int]) -> tuple[list[ResourceBindingRow
     and each eviction's write finds them (children loaded) in it instead of building them again."""
     statement = (
         select(ResourceBindingRow)
-        .where(ResourceBindingRow.id.in_(list(ids)))
+        .where(among(session, ResourceBindingRow.id, ids))
         .order_by(ResourceBindingRow.id)
         .options(selectinload(ResourceBindingRow.targets), selectinload(ResourceBindingRow.eviction_tasks))
     )

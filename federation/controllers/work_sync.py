@@ -50,6 +50,7 @@ from federation.store import bulkflush, changelog, claims, probes
 from federation.store.claims import Claim
 from federation.store.db import UnitOfWork
 from federation.store.derive import parse_timestamp
+from federation.store.dialect import among
 from federation.store.errors import Conflict
 from federation.store.events import EventEntry, EventRepository, InvolvedObject
 from federation.store.manifest import join
@@ -242,7 +243,7 @@ class WorkSync:
                 bulkflush.flush_rows(session, [row for row in changed if not carries_secret(row)])
                 session.flush()
                 if deleted:
-                    changelog.delete_returning(session, WorkRow, WorkRow.id.in_(deleted))
+                    changelog.delete_returning(session, WorkRow, among(session, WorkRow.id, deleted))
                 for retry_at, claimed in releases.items():
                     done = retry_at is None
                     claims.release(session, WorkRow, claimed, self.identity, done=done, retry_at=retry_at)

@@ -20,6 +20,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from federation.store.dialect import among
 from federation.store.probes import PULL
 from federation.store.tables import ClusterRow, WorkRow
 
@@ -53,7 +54,7 @@ def work_states(session: Session, ids: Sequence[int]) -> list[WorkState]:
     """The Works with these ids (absent ids: deleted since)."""
     if not ids:
         return []
-    return [_state(row) for row in session.execute(_columns().where(WorkRow.id.in_(list(ids))))]
+    return [_state(row) for row in session.execute(_columns().where(among(session, WorkRow.id, ids)))]
 
 
 def push_cluster_names(session: Session) -> set[str]:

@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 
 from federation.store import claims
 from federation.store.derive import parse_timestamp
+from federation.store.dialect import among
 from federation.store.errors import NotFound
 from federation.store.kinds import BINDING_API_VERSION, binding_kind
 from federation.store.manifest import format_timestamp, join
@@ -145,7 +146,8 @@ class BindingRepository:
         """``for_templates`` as loaded rows, for a batch writer."""
         if not template_uids:
             return {}
-        statement = select(ResourceBindingRow).where(ResourceBindingRow.template_uid.in_(list(template_uids)))
+        uid = ResourceBindingRow.template_uid
+        statement = select(ResourceBindingRow).where(among(self.session, uid, template_uids))
         return {str(row.template_uid): row for row in self.session.scalars(statement)}
 
     def changed_since(self, since: datetime | None) -> list[tuple[int, datetime, int, int]]:

@@ -31,9 +31,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, Table, bindparam, exists, or_, select, true, update
+from sqlalchemy import ColumnElement, Table, exists, or_, select, true, update
 from sqlalchemy.orm import Session
 
+from federation.store.bulkrows import update_rows
+from federation.store.dialect import among
 from federation.store.tables import (
     ClaimMixin,
     ClusterPropagationPolicyRow,
@@ -154,7 +156,7 @@ def release(
         _clear_dirty(session, t, table.dirty_flag, claims, owner)
     statement = (
         update(t)
-        .where(t.c.id.in_([c.id for c in claims]), t.c.claimed_by == owner)
+        .where(among(session, t.c.id, [c.id for c in claims]), t.c.claimed_by == owner)
         .values(claimed_by=None, claimed_until=None, next_attempt_at=None if done else retry_at)
     )
     if done:
@@ -195,17 +197,10 @@ class Backoff:
 
 
 def _clear_dirty(session: Session, t: Table, flag: str, claims: Sequence[Claim], owner: str) -> None:
-    statement = (
-        update(t)
-        .where(
-            t.c.id == bindparam("claim_id"),
-            t.c.dirty_seq == bindparam("claim_seq"),
-            t.c.claimed_by == owner,
-        )
-        .values({flag: False})
-    )
-    params: list[dict[str, Any]] = [{"claim_id": c.id, "claim_seq": c.dirty_seq} for c in claims]
-    session.execute(statement, params)
+    """Clear the dirty flag of each claimed row not queued again since it was claimed (its ``dirty_seq``
+    unchanged): one statement for the lot (``bulkrows``), not one per row."""
+    rows = [((c.id, c.dirty_seq, owner), {flag: False}) for c in claims]
+    update_rows(session.connection(), t, ("id", "dirty_seq", "claimed_by"), rows)
 
 
 def mark_dirty(session: Session, table: Claimable, ids: Sequence[int]) -> None:
@@ -213,7 +208,7 @@ def mark_dirty(session: Session, table: Claimable, ids: Sequence[int]) -> None:
     if not ids:
         return
     t = table_of(table)
-    session.execute(update(t).where(t.c.id.in_(list(ids))).values(queue_values(table)))
+    session.execute(update(t).where(among(session, t.c.id, ids)).values(queue_values(table)))
 
 
 CLAIMABLE: tuple[Claimable, ...] = (
@@ -282,7 +277,7 @@ def renew(session: Session, owner: str, now: datetime, lease_seconds: float) -> 
         t = table_of(table)
         held = (
             select(t.c.id)
-            .where(t.c.id.in_(ids), t.c.claimed_by == owner, t.c.claimed_until > now)
+            .where(among(session, t.c.id, ids), t.c.claimed_by == owner, t.c.claimed_until > now)
             .order_by(t.c.id)
             .with_for_update(skip_locked=True)
         )

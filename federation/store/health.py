@@ -15,11 +15,12 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Select, delete, select, tuple_
+from sqlalchemy import Select, delete, select
 from sqlalchemy.orm import Session
 
 from federation.model.budget import HealthRecord
 from federation.store import dialect
+from federation.store.dialect import among, pairs_among
 from federation.store.tables import WorkloadHealthRow, table_of
 
 _UPDATED = (
@@ -49,7 +50,8 @@ class HealthRepository:
         """binding id → cluster → record, for these bindings (absent: never observed)."""
         if not binding_ids:
             return {}
-        statement = select(WorkloadHealthRow).where(WorkloadHealthRow.binding_id.in_(sorted(binding_ids)))
+        bound = among(self.session, WorkloadHealthRow.binding_id, sorted(binding_ids))
+        statement = select(WorkloadHealthRow).where(bound)
         result: dict[int, dict[str, HealthRecord]] = {}
         for row in self.session.scalars(statement):
             result.setdefault(row.binding_id, {})[row.cluster_name] = _record(row)
@@ -71,14 +73,16 @@ class HealthRepository:
         """Delete the rows of these (binding id, cluster) pairs."""
         if not pairs:
             return
-        key = tuple_(WorkloadHealthRow.binding_id, WorkloadHealthRow.cluster_name)
-        self.session.execute(delete(WorkloadHealthRow).where(key.in_(sorted(pairs))))
+        key = (WorkloadHealthRow.binding_id, WorkloadHealthRow.cluster_name)
+        self.session.execute(delete(WorkloadHealthRow).where(pairs_among(self.session, key, sorted(pairs))))
 
     def forget_bindings(self, binding_ids: Collection[int]) -> None:
         """Delete every row of these bindings."""
         if binding_ids:
             self.session.execute(
-                delete(WorkloadHealthRow).where(WorkloadHealthRow.binding_id.in_(sorted(binding_ids)))
+                delete(WorkloadHealthRow).where(
+                    among(self.session, WorkloadHealthRow.binding_id, sorted(binding_ids))
+                )
             )
 
     def keep_only(self, binding_ids: Select[int]) -> None:

@@ -34,6 +34,7 @@ from sqlalchemy.orm.exc import StaleDataError
 
 from federation.model.jsonvalue import clone
 from federation.store import changelog, dependents, derive, pagination
+from federation.store.dialect import among
 from federation.store.errors import AlreadyExists, Conflict, NotFound
 from federation.store.kinds import table_for
 from federation.store.manifest import Parts, generation_content, join, split
@@ -301,7 +302,7 @@ def manifests_by_id(
     """Row id → manifest for these ids of one table, in id order (one query; deleted ids are absent)."""
     if not ids:
         return {}
-    statement = select(table).where(table.id.in_(list(ids))).order_by(table.id)
+    statement = select(table).where(among(session, table.id, ids)).order_by(table.id)
     return {row.id: join(row) for row in session.scalars(statement)}
 
 

@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session, defer
 
+from federation.store.dialect import among
 from federation.store.manifest import join, view
 from federation.store.repository import manifests_by_id
 from federation.store.tables import ResourceTemplateRow
@@ -33,7 +34,7 @@ def templates_by_uid(session: Session, uids: Sequence[str]) -> dict[str, dict[st
     """uid → template manifest for these uids (one query); absent uids are simply missing."""
     if not uids:
         return {}
-    statement = select(ResourceTemplateRow).where(ResourceTemplateRow.uid.in_(list(uids)))
+    statement = select(ResourceTemplateRow).where(among(session, ResourceTemplateRow.uid, uids))
     return {row.uid: join(row) for row in session.scalars(statement)}
 
 
@@ -45,7 +46,7 @@ def template_views_by_uid(session: Session, uids: Sequence[str]) -> dict[str, di
         return {}
     statement = (
         select(ResourceTemplateRow)
-        .where(ResourceTemplateRow.uid.in_(list(uids)))
+        .where(among(session, ResourceTemplateRow.uid, uids))
         .options(defer(ResourceTemplateRow.status))
     )
     return {row.uid: view(row, with_status=False) for row in session.scalars(statement)}

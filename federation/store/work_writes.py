@@ -38,6 +38,7 @@ from sqlalchemy.orm.util import identity_key
 from federation.store import changelog, claims
 from federation.store.bulkrows import UpdateRow, insert_rows, update_rows
 from federation.store.derive import work_columns
+from federation.store.dialect import among
 from federation.store.errors import Conflict
 from federation.store.kinds import WORK_API_VERSION
 from federation.store.manifest import split, view
@@ -152,7 +153,7 @@ def _stored_rows(session: Session, marked: Sequence[Tombstone]) -> dict[int, Any
     driver); ``Conflict`` for a Work gone or at another version than its summary."""
     t = table_of(WorkRow)
     ids = sorted({m.id for m in marked})
-    statement = select(*(t.c[name] for name in _EVENT_COLUMNS)).where(t.c.id.in_(ids))
+    statement = select(*(t.c[name] for name in _EVENT_COLUMNS)).where(among(session, t.c.id, ids))
     rows = {row.id: row for row in session.execute(statement)}
     for m in marked:
         row = rows.get(m.id)

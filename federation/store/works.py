@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, ColumnElement, case, func, literal_column, select, tuple_, type_coerce, update
+from sqlalchemy import JSON, ColumnElement, case, func, literal_column, select, type_coerce, update
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Session
 
@@ -27,6 +27,7 @@ from federation.model.work import ManifestIdentity, WorkStatusView
 from federation.store import claims, work_writes
 from federation.store.claims import Claim
 from federation.store.derive import manifest_hash
+from federation.store.dialect import among, pairs_among
 from federation.store.errors import NotFound
 from federation.store.kinds import WORK_API_VERSION
 from federation.store.manifest import join
@@ -125,7 +126,7 @@ class WorkRepository:
                 WorkRow.status,
                 _manifest_identities(self.session.get_bind().dialect.name),
             )
-            .where(WorkRow.binding_id.in_(list(binding_ids)))
+            .where(among(self.session, WorkRow.binding_id, binding_ids))
             .order_by(WorkRow.namespace, WorkRow.name)
         )
         found: dict[int, list[WorkStatusView]] = {}
@@ -146,7 +147,7 @@ class WorkRepository:
             return {}
         statement = (
             self._summaries()
-            .where(WorkRow.binding_id.in_(list(binding_ids)))
+            .where(among(self.session, WorkRow.binding_id, binding_ids))
             .order_by(WorkRow.namespace, WorkRow.name)
         )
         found: dict[int, list[WorkSummary]] = {}
@@ -159,15 +160,20 @@ class WorkRepository:
         wanted = set(keys)
         if not wanted:
             return []
-        statement = self._summaries().where(tuple_(WorkRow.namespace, WorkRow.name).in_(sorted(wanted)))
+        statement = self._summaries().where(self._keyed(sorted(wanted)))
         return self._summarise(statement)
 
     def rows_by_ids(self, ids: Sequence[int]) -> dict[int, WorkRow]:
         """Work row id → row, for a writer that summarised first and loads only the Works it writes."""
         if not ids:
             return {}
-        statement = select(WorkRow).where(WorkRow.id.in_(sorted(set(ids))))
+        statement = select(WorkRow).where(among(self.session, WorkRow.id, sorted(set(ids))))
         return {row.id: row for row in self.session.scalars(statement)}
+
+    def _keyed(self, keys: Sequence[tuple[str, str]]) -> ColumnElement[bool]:
+        """Exactly these (namespace, name) keys: a row-value match, since two separate lists would read
+        their cross product."""
+        return pairs_among(self.session, (WorkRow.namespace, WorkRow.name), keys)
 
     def _summaries(self) -> Any:
         return select(
@@ -220,8 +226,7 @@ class WorkRepository:
         if not wanted:
             return []
         # A row-value IN: exactly these keys (two separate INs would read their cross product).
-        statement = select(WorkRow).where(tuple_(WorkRow.namespace, WorkRow.name).in_(sorted(wanted)))
-        return list(self.session.scalars(statement))
+        return list(self.session.scalars(select(WorkRow).where(self._keyed(sorted(wanted)))))
 
     def by_ids(self, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
         """Work row id → manifest for these ids (absent ids were deleted)."""
@@ -270,7 +275,7 @@ class WorkRepository:
     def mark_ids_need_sync(self, ids: Sequence[int]) -> None:
         """Queue these Works for sync (one statement); unknown ids are ignored."""
         if ids:
-            self._update([WorkRow.id.in_(list(ids))], claims.queue_values(WorkRow))
+            self._update([among(self.session, WorkRow.id, ids)], claims.queue_values(WorkRow))
 
     def mark_needs_sync(self, namespace: str, name: str) -> None:
         if not self._update(
