@@ -15,6 +15,11 @@ One reconcile:
    + applied-placement annotation, status), then one INSERT of decision records, one event upsert and
    the claim releases. If that transaction fails, each binding is written in its own transaction, so
    only the culprit is affected.
+3. On Postgres a batch's write runs on a thread of its own while the next batch is claimed and decided
+   (``BatchWrites``): most of a write is waiting for the database, which the engine's work for the next
+   batch fills. At most one write is in flight and they run in batch order; the pass returns when the
+   last is committed. A batch that reads WorkloadPolicy counts waits for the write before it (its
+   ledger must see the placements written so far) and reads its cycle state again.
 
 Invariants:
 - Karmada's triggers decide (``planner.scheduling_trigger``); with none, only
@@ -37,6 +42,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -126,13 +132,11 @@ class Scheduler:
 
     def reconcile(self) -> Outcome:
         self._requeue_for_cluster_changes()
-        written = 0
-        for _ in range(self.max_batches):
-            claimed, wrote = self._cycle()
-            written += wrote
-            if claimed < self.batch_size:
-                break
-        return Outcome.of(written, "ResourceBinding", "ClusterResourceBinding")
+        with BatchWrites(overlap=self.uow.is_postgres()) as writes:
+            for _ in range(self.max_batches):
+                if self._cycle(writes) < self.batch_size:
+                    break
+        return Outcome.of(writes.written, "ResourceBinding", "ClusterResourceBinding")
 
     # -- cluster changes ----------------------------------------------------------------------------
 
@@ -152,7 +156,8 @@ class Scheduler:
 
     # -- bindings -----------------------------------------------------------------------------------
 
-    def _cycle(self) -> tuple[int, int]:
+    def _cycle(self, writes: BatchWrites) -> int:
+        """Claim and decide one batch and hand its write to ``writes``; the bindings claimed."""
         with self.uow() as session:
             claimed = claims.claim(
                 session,
@@ -163,9 +168,13 @@ class Scheduler:
                 self.claim_seconds,
             )
             if not claimed:
-                return 0, 0
+                return 0
             bindings = bindings_by_id(session, [c.id for c in claimed])
             state = load_state(session, list(bindings.values()))
+        if state.workload_policies and writes.in_flight():
+            writes.wait()  # the counts a WorkloadPolicy shares must include the batch being written
+            with self.uow() as session:
+                state = load_state(session, list(bindings.values()))
         suspended: list[claims.Claim] = []
         pending: list[Pending] = []
         for item in claimed:
@@ -186,9 +195,15 @@ class Scheduler:
         if suspended:
             with self.uow() as session:
                 claims.release(session, ResourceBindingRow, suspended, self.identity, done=True)
+        # A batch short of full is the pass's last: written on this thread (a pass of one batch, the usual
+        # case when bindings trickle in, never starts the worker).
+        writes.submit(self._write_batch, pending, last=len(claimed) < self.batch_size)
+        return len(claimed)
+
+    def _write_batch(self, pending: Sequence[Pending]) -> int:
         written = self._write_all(pending)
         self._requeue_quota_sharers(pending)
-        return len(claimed), written
+        return written
 
     def _failed(self, item: claims.Claim, failed: isolation.Failed) -> None:
         """Back the binding off (its claim columns) and say why on it."""
@@ -426,6 +441,50 @@ class Scheduler:
     def _release(self, item: claims.Claim, *, done: bool, retry_at: datetime | None = None) -> None:
         with self.uow() as session:
             claims.release(session, ResourceBindingRow, [item], self.identity, done=done, retry_at=retry_at)
+
+
+class BatchWrites:
+    """The batch writes of one pass, each on a worker thread while the pass decides the next batch
+    (``overlap``), or at once on the caller's thread (no overlap, or the pass's ``last`` batch). At most
+    one is in flight; ``submit`` waits for the one before, so they commit in batch order, and an exception
+    of a write (a database outage included) is raised in the pass, by the next ``submit``, ``wait`` or the
+    end of the ``with`` block. The worker thread is started by the first write given to it."""
+
+    def __init__(self, *, overlap: bool) -> None:
+        self._overlap = overlap
+        self._pool: ThreadPoolExecutor | None = None
+        self._future: Future[int] | None = None
+        self.written = 0
+
+    def __enter__(self) -> BatchWrites:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            if exc[0] is None:
+                self.wait()
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown(wait=True)
+
+    def submit(
+        self, write: Callable[[Sequence[Pending]], int], pending: Sequence[Pending], *, last: bool = False
+    ) -> None:
+        self.wait()
+        if last or not self._overlap:
+            self.written += write(pending)
+            return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="scheduler-write")
+        self._future = self._pool.submit(write, pending)
+
+    def in_flight(self) -> bool:
+        return self._future is not None
+
+    def wait(self) -> None:
+        future, self._future = self._future, None
+        if future is not None:
+            self.written += future.result()
 
 
 # -- reads ------------------------------------------------------------------------------------------------

@@ -220,6 +220,10 @@ class UnitOfWork:
     def for_engine(cls, engine: Engine, secret_box: SecretBox | None = None) -> UnitOfWork:
         return cls(session_factory(engine, secret_box))
 
+    def is_postgres(self) -> bool:
+        bind = self._factory.kw.get("bind")
+        return bind is not None and bind.dialect.name == "postgresql"
+
     def guarded(self, guard: Guard) -> UnitOfWork:
         """The same sessions, with ``guard`` checked in every transaction that writes."""
         return UnitOfWork(self._factory, guard)
