@@ -226,7 +226,7 @@ class Rebalance(Bench):
     # -- reading the outcome (not timed) ---------------------------------------------------------------
 
     def state(self) -> State:
-        """Columns only: a binding's status carries a ~25 KB scheduling explanation the checks skip."""
+        """Columns only: the checks read a few fields of each binding and Work, not whole rows."""
         b, w, r = ResourceBindingRow, WorkRow, WorkloadRebalancerRow
         with self.uow() as session:
             rows = session.execute(
