@@ -66,6 +66,10 @@ phase's CPU of the ``serve`` and the ``api`` replicas. The run's shape: ``replic
 ``api_replicas``, ``lease_clusters``, ``lease_interval_seconds``. A run that does not converge within
 ``--timeout`` prints what it reached (``timed_out``, the counts) and exits 1.
 
+The cold start's figures carry the CPU spent over it by the servers (``cold_start_cpu_s``) and by the
+members (``cold_start_members_cpu_s``), and ``cold_start_timeline``: per second, the servers' CPU (percent
+of one core), statements, rows written, member calls and the members' CPU (percent of one core).
+
 SQL statements: ``pg_stat_statements`` needs ``shared_preload_libraries``, which a shared server cannot be
 restarted for, so each server process is started through ``instrumented_serve``: ``python -m federation``
 unchanged, plus a SQLAlchemy ``before_cursor_execute`` listener and a wrapper around the controller runner's

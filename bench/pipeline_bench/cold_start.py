@@ -56,7 +56,7 @@ class ColdStart:
 
     def timeline(self) -> list[list[float]]:
         """Per second after the start: [second, server CPU % of a core, statements, rows written,
-        member calls] in that second."""
+        member calls, the members' CPU % of a core] in that second."""
         rows: list[list[float]] = []
         previous = self.history[0]
         for sample in self.history[1:]:
@@ -69,6 +69,7 @@ class ColdStart:
                         window["statements"],
                         window["db"].rows_written,
                         window["member_calls"],
+                        round(100 * window["members_cpu_s"] / window["seconds"], 1),
                     ]
                 )
                 previous = sample

@@ -134,6 +134,7 @@ def idle_figures(
         "cold_start_controllers_ran_seconds": cold["controllers_ran_seconds"],
         "cold_start_member_calls": None if window is None else window["member_calls"],
         "cold_start_cpu_s": None if window is None else round(window["cpu_s"], 2),
+        "cold_start_members_cpu_s": None if window is None else window["members_cpu_s"],
         "cold_start_statements": None if window is None else window["statements"],
         "cold_start_statements_by_label": None if window is None else window["statements_by_label"],
         "cold_start_controllers": None if window is None else window["controllers"],
