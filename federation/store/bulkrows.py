@@ -36,6 +36,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Dialect
 from sqlalchemy.sql.elements import ClauseElement
 
+from federation.store.dialect import among
+
 # One row of ``update_rows``: the values of its ``match`` columns, and column name → its new value.
 UpdateRow = tuple[Sequence[Any], Mapping[str, Any]]
 
@@ -118,12 +120,7 @@ def delete_rows(connection: Connection, table: Table, ids: Sequence[int]) -> int
     (``id = ANY(...)``): an ``IN`` list of 10,000 ids is 10,000 parameters to render, split and bind."""
     if not ids:
         return 0
-    dialect = connection.dialect
-    if dialect.name != "postgresql":
-        return int(connection.execute(delete(table).where(table.c.id.in_(list(ids)))).rowcount)
-    target = dialect.identifier_preparer.format_table(table)
-    sql = f"DELETE FROM {target} WHERE id = ANY(CAST(%(ids)b AS BIGINT[]))"
-    return int(connection.exec_driver_sql(sql, {"ids": list(ids)}).rowcount)
+    return int(connection.execute(delete(table).where(among(connection, table.c.id, ids))).rowcount)
 
 
 def _update_each(

@@ -31,6 +31,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Row, delete, exists, func, select, text
 from sqlalchemy.orm import Session
 
+from federation.store.dialect import is_postgres
 from federation.store.sealing import SECRET_BOX, unseal_manifest
 from federation.store.tables import ChangeLogRow, RevisionCounterRow, table_of
 from federation.store.tables.changelog import RESOURCE_VERSION_SEQUENCE
@@ -117,7 +118,7 @@ def poll(session: Session, after: int, limit: int, *, with_objects: bool = True)
     """Up to ``limit`` rows after revision ``after``, in order (without ``with_objects``: revisions only)."""
     t = table_of(ChangeLogRow)
     running = None
-    if _postgres(session):
+    if is_postgres(session):
         running = _ids(session.scalars(_RUNNING))
     columns = list(t.columns) if with_objects else [t.c.revision]
     statement = select(*columns).where(t.c.revision > after).order_by(t.c.revision).limit(limit)
@@ -186,7 +187,7 @@ def oldest_watchable(session: Session) -> int:
 
 def _before_first_write(session: Session) -> int:
     """An empty log: the revision the sequence started after (what the migration found in the tables)."""
-    if _postgres(session):
+    if is_postgres(session):
         start = session.scalar(_SEQUENCE_START, {"name": RESOURCE_VERSION_SEQUENCE.name})
         return int(start or 1) - 1
     return int(session.scalar(select(table_of(RevisionCounterRow).c.value)) or 0)
@@ -208,10 +209,6 @@ def prune(session: Session, before: datetime, limit: int) -> int:
     )
     result = session.execute(delete(t).where(t.c.revision.in_(doomed.scalar_subquery())))
     return int(result.rowcount)  # type: ignore[attr-defined]
-
-
-def _postgres(session: Session) -> bool:
-    return session.get_bind().dialect.name == "postgresql"
 
 
 @dataclass

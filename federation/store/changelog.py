@@ -27,6 +27,7 @@ from sqlalchemy.orm import Session, UOWTransaction
 from sqlalchemy.orm.attributes import NO_VALUE
 
 from federation.store.bulkrows import insert_rows
+from federation.store.dialect import is_postgres
 from federation.store.manifest import join
 from federation.store.sealing import SECRET_BOX, seal_manifest
 from federation.store.tables import ChangeLogRow, ObjectMixin, RevisionCounterRow, table_of
@@ -74,7 +75,7 @@ def allocate(session: Session, count: int) -> list[int]:
     """The next ``count`` global revisions, ascending, in one statement."""
     if count <= 0:
         return []
-    if session.get_bind().dialect.name == "postgresql":
+    if is_postgres(session):
         return sorted(int(value) for value in session.execute(_NEXTVAL, {"count": count}).scalars())
     counter = table_of(RevisionCounterRow)
     # An upsert: a schema made by create_all (tests) has no counter row until the first write.

@@ -235,10 +235,13 @@ class _Holdings:
             self._held.setdefault(key, {}).setdefault(table, set()).update(ids)
 
     def remove(self, owner: str, table: Claimable, ids: Sequence[int]) -> None:
+        """From whichever of the owner's threads holds them: a pass may hand its releases to a thread of
+        its own (the scheduler's batch writes)."""
         with self._lock:
-            held = self._held.get((owner, threading.get_ident()), {}).get(table)
-            if held is not None:
-                held.difference_update(ids)
+            for (who, _thread), tables in self._held.items():
+                held = tables.get(table) if who == owner else None
+                if held:
+                    held.difference_update(ids)
 
     def of(self, owner: str) -> dict[Claimable, list[int]]:
         with self._lock:

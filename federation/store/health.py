@@ -20,7 +20,6 @@ from sqlalchemy.orm import Session
 
 from federation.model.budget import HealthRecord
 from federation.store import dialect
-from federation.store.dialect import among, pairs_among
 from federation.store.tables import WorkloadHealthRow, table_of
 
 _UPDATED = (
@@ -50,7 +49,7 @@ class HealthRepository:
         """binding id → cluster → record, for these bindings (absent: never observed)."""
         if not binding_ids:
             return {}
-        bound = among(self.session, WorkloadHealthRow.binding_id, sorted(binding_ids))
+        bound = dialect.among(self.session, WorkloadHealthRow.binding_id, sorted(binding_ids))
         statement = select(WorkloadHealthRow).where(bound)
         result: dict[int, dict[str, HealthRecord]] = {}
         for row in self.session.scalars(statement):
@@ -74,14 +73,16 @@ class HealthRepository:
         if not pairs:
             return
         key = (WorkloadHealthRow.binding_id, WorkloadHealthRow.cluster_name)
-        self.session.execute(delete(WorkloadHealthRow).where(pairs_among(self.session, key, sorted(pairs))))
+        self.session.execute(
+            delete(WorkloadHealthRow).where(dialect.pairs_among(self.session, key, sorted(pairs)))
+        )
 
     def forget_bindings(self, binding_ids: Collection[int]) -> None:
         """Delete every row of these bindings."""
         if binding_ids:
             self.session.execute(
                 delete(WorkloadHealthRow).where(
-                    among(self.session, WorkloadHealthRow.binding_id, sorted(binding_ids))
+                    dialect.among(self.session, WorkloadHealthRow.binding_id, sorted(binding_ids))
                 )
             )
 

@@ -138,6 +138,25 @@ def test_claims_are_renewed_while_held_and_forgotten_after_the_pass(uow: UnitOfW
     assert claimed_until(uow) == {taken[1].id: at(25)}
 
 
+def test_a_claim_released_on_another_thread_is_no_longer_renewed(uow: UnitOfWork) -> None:
+    """The scheduler releases a batch's claims on its write thread: the pass's holdings must drop them,
+    or the pass would go on renewing a row that another process may claim meanwhile."""
+    taken = two_claimed_by_me(uow)
+    assert claims.HOLDINGS.of("me") == {ResourceTemplateRow: sorted(c.id for c in taken)}
+
+    def release_first() -> None:
+        with uow() as session:
+            claims.release(session, ResourceTemplateRow, taken[:1], "me", done=True)
+
+    worker = threading.Thread(target=release_first)
+    worker.start()
+    worker.join(10)
+    try:
+        assert claims.HOLDINGS.of("me") == {ResourceTemplateRow: [taken[1].id]}
+    finally:
+        claims.forget_held("me")
+
+
 @pytest.mark.postgres
 def test_renewal_skips_a_claimed_row_another_transaction_holds_instead_of_waiting(
     postgres_uow: UnitOfWork,
