@@ -139,6 +139,14 @@ def main(argv: list[str] | None = None) -> None:
         help="a controller interval other than the default (the controllers settings' names without "
         "_interval_seconds: scheduler, execution, work_sync, detector, status), e.g. scheduler=0.2",
     )
+    parser.add_argument(
+        "--setting",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a server setting by its environment name without FEDERATION_, e.g. MEMBERS__STATUS_WATCH=false "
+        "(Work status by rounds of LISTs instead of watches)",
+    )
     parser.add_argument("--settle", type=float, default=10.0, help="seconds after convergence before idle")
     parser.add_argument("--idle-seconds", type=float, default=10.0)
     parser.add_argument("--timeout", type=float, default=900.0, help="for convergence and the cold start")

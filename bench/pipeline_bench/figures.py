@@ -64,6 +64,7 @@ def pipeline_figures(bench: Bench, run: dict[str, Any]) -> dict[str, Any]:
         "replicas_per_deployment": args.replicas,
         "writers": args.writers,
         "namespaces": args.namespaces,
+        "settings": list(args.setting),
         "timed_out": run["timed_out"],
         "api_writes_per_s": _rate(n, write_seconds),
         "api_write_p50_ms": round(percentile(writes.latencies_ms, 0.50), 1),

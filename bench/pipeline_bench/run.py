@@ -71,6 +71,9 @@ class Bench:
         for setting in self.args.interval:
             name, _, seconds = setting.partition("=")
             env[f"FEDERATION_CONTROLLERS__{name.upper()}_INTERVAL_SECONDS"] = seconds
+        for setting in self.args.setting:
+            name, _, value = setting.partition("=")
+            env[f"FEDERATION_{name.upper()}"] = value
         if self.lease_agents:  # the agents stop with the timed phase (``leases``)
             env[MONITOR_GRACE_ENV] = str(MONITOR_GRACE_SECONDS)
         return env

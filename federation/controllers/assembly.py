@@ -126,7 +126,11 @@ def execution_reconcilers(deps: ControllerDeps) -> list[Reconciler]:
             backoff_max_seconds=timing.retry_backoff_max_seconds,
         ),
         WorkStatusCollector(
-            deps.uow, deps.clock, deps.members, interval_seconds=timing.status_interval_seconds
+            deps.uow,
+            deps.clock,
+            deps.members,
+            interval_seconds=timing.status_interval_seconds,
+            watch_members=deps.settings.members.status_watch,
         ),
         # No setting of its own: it follows the execution controller's pace.
         BindingStatusController(

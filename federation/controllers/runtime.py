@@ -15,6 +15,8 @@ Invariants:
 - A write (from the API, or from another reconciler) wakes the reconcilers that watch its kind at once,
   instead of waiting for their interval; the interval is the level-triggered safety net.
 - A reconciler that raises is logged and retried at its next tick; it never stops the runner.
+- A reconciler that learns of changes outside the database (member watches) has ``wake_with``: it is
+  handed ``wake`` and wakes whoever watches the kind it names. One with ``close`` is closed at ``stop``.
 - An interval tick of a reconciler that has a probe (``pending``) runs its pass only when the probe says
   there is something to do (``idle_gate``): the probes of all reconcilers are one SELECT per tick, so an
   idle federation costs a query a second, not a dozen transactions. Woken passes never ask.
@@ -185,6 +187,10 @@ class ControllerRunner:
         )  # a pass handled ``trim_after_items`` or more since the last trim
         workers = max(2, len(self._reconcilers) + 1)
         self._stop_hooks: list[Callable[[], None]] = []
+        for reconciler in self._reconcilers:
+            wake_with = getattr(reconciler, "wake_with", None)
+            if wake_with is not None:
+                wake_with(self.wake)
         self._scheduler = BackgroundScheduler(
             executors={"default": ThreadPoolExecutor(workers)}, timezone=UTC
         )
@@ -236,6 +242,10 @@ class ControllerRunner:
     def stop(self) -> None:
         if self._scheduler.running:
             self._scheduler.shutdown(wait=True)
+        for reconciler in self._reconcilers:
+            close = getattr(reconciler, "close", None)
+            if close is not None:
+                close()
         while self._stop_hooks:
             self._stop_hooks.pop()()
         if self.is_leader:

@@ -12,13 +12,18 @@ Invariants:
 - LISTs are paged (``LIST_PAGE`` objects, ``limit``/``continue`` as kubectl) and their pages handed over
   one at a time (``visit_labelled``, the pods of ``resource_summary``): at most one page of a member's
   objects is in memory (a decoded object is 6-9 KB), whatever the member holds.
+- ``watch`` streams a WATCH's events a line at a time (the official client's ``iter_resp_lines``) with a
+  read timeout past the server's ``timeoutSeconds``: a member that stops answering ends the stream with a
+  ``MemberError`` instead of hanging it. ``interrupt`` ends a stream from another thread.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 import httpx
@@ -27,6 +32,7 @@ import kubernetes.config
 import urllib3
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
+from kubernetes.watch.watch import iter_resp_lines
 
 from federation import jsoncodec
 from federation.members.discovery import Discovery, enablements_from
@@ -113,6 +119,9 @@ class KubernetesMemberClient:
         self._api = _build_api_client(name, self.config)
         self._http = make_http_client(self.config, timeout, probe_transport)
         self._discovery = Discovery(self._get_json)
+        self._streams: set[Any] = set()  # open WATCH responses, which ``interrupt`` ends
+        self._streams_lock = threading.Lock()
+        self.closed = False
 
     # --- plumbing ---------------------------------------------------------------------------------
 
@@ -242,24 +251,92 @@ class KubernetesMemberClient:
     def visit_labelled(self, api_version: str, kind: str, selector: str, visit: Visit) -> None:
         """``list_labelled`` a page at a time: ``visit`` gets each page's items, and the page is dropped
         before the next is read (what a caller that only matches or sums the objects needs)."""
+        self._visit_pages(self._collection_path(api_version, kind), [("labelSelector", selector)], visit)
+
+    def list_for_watch(self, api_version: str, kind: str, selector: str, visit: Visit) -> str:
+        """``visit_labelled``, returning the LIST's resourceVersion (its first page's, as the API server
+        serves every page of a LIST at the first one's): a ``watch`` from it sees every later change."""
+        return self._visit_pages(
+            self._collection_path(api_version, kind), [("labelSelector", selector)], visit
+        )
+
+    def watch(
+        self, api_version: str, kind: str, selector: str, resource_version: str, timeout_seconds: int
+    ) -> Iterator[dict[str, Any]]:
+        """The events of a WATCH from ``resource_version`` (bookmarks asked for), one decoded line at a
+        time, until the server ends the stream after ``timeout_seconds`` or ``interrupt`` is called. An
+        ``ERROR`` event is handed over as it came (410 Expired: list again)."""
+        path = self._collection_path(api_version, kind)
+        query = [
+            ("labelSelector", selector),
+            ("watch", "true"),
+            ("resourceVersion", resource_version),
+            ("allowWatchBookmarks", "true"),
+            ("timeoutSeconds", str(timeout_seconds)),
+        ]
+        try:
+            request = self._api.param_serialize(
+                "GET",
+                path,
+                query_params=query,
+                header_params={"Accept": "application/json"},
+                auth_settings=["BearerToken"],
+            )
+            # The server ends the stream at its timeout; reading longer than that means it went away.
+            timeout = (self.timeout[0], timeout_seconds + self.timeout[1])
+            response = self._api.call_api(*request, _request_timeout=timeout).response
+        except ApiException as exc:
+            raise self._api_error("WATCH", path, exc.status, exc.body or exc.reason) from exc
+        except urllib3.exceptions.HTTPError as exc:
+            raise self._transport_error(exc) from exc
+        if not 200 <= response.status <= 299:
+            raise self._api_error("WATCH", path, response.status, response.data)
+        with self._streams_lock:
+            self._streams.add(response)
+        try:
+            for line in iter_resp_lines(response):
+                if line:
+                    yield jsoncodec.loads(line)
+        except (urllib3.exceptions.HTTPError, OSError, AttributeError) as exc:
+            # AttributeError: urllib3 reading a response another thread shut down.
+            raise self._transport_error(exc) from exc
+        finally:
+            with self._streams_lock:
+                self._streams.discard(response)
+            response.release_conn()
+
+    def interrupt(self) -> None:
+        """End every open ``watch`` stream of this client (their readers see the stream end)."""
+        with self._streams_lock:
+            streams = list(self._streams)
+        for response in streams:
+            with contextlib.suppress(ValueError):  # shut down already, or its socket is gone
+                response.shutdown()
+
+    def _collection_path(self, api_version: str, kind: str) -> str:
         plural, _ = self._discovery.resolve(api_version, kind, None)
         prefix = f"/apis/{api_version}" if "/" in api_version else f"/api/{api_version}"
-        self._visit_pages(f"{prefix}/{plural}", [("labelSelector", selector)], visit)
+        return f"{prefix}/{plural}"
 
-    def _visit_pages(self, path: str, query: list[tuple[str, str]], visit: Visit) -> None:
-        token = ""
+    def _visit_pages(self, path: str, query: list[tuple[str, str]], visit: Visit) -> str:
+        """Every page of a LIST handed to ``visit``; the first page's resourceVersion."""
+        token, version = "", None
         while True:
             paging = [("limit", str(LIST_PAGE))] + ([("continue", token)] if token else [])
             page = self.request("GET", path, query=[*query, *paging]) or {}
-            token = str((page.get("metadata") or {}).get("continue") or "")
+            meta = page.get("metadata") or {}
+            token = str(meta.get("continue") or "")
+            version = str(meta.get("resourceVersion") or "") if version is None else version
             items = page.get("items") or []
             del page
             visit(items)
             del items  # before the next page is read: one page in memory at a time
             if not token:
-                return
+                return version
 
     def close(self) -> None:
+        self.closed = True
+        self.interrupt()
         self._http.close()
         self._api.close()
 

@@ -87,10 +87,15 @@ def manifest_status(
     manifest: Mapping[str, Any], ordinal: int, observed: Mapping[str, Any] | None
 ) -> dict[str, Any]:
     """One ``manifestStatuses`` entry: identifier, reflected status (if any) and health of ``observed``."""
-    entry: dict[str, Any] = {"identifier": identifier(manifest, ordinal)}
+    return {"identifier": identifier(manifest, ordinal), **observed_status(observed)}
+
+
+def observed_status(observed: Mapping[str, Any] | None) -> dict[str, Any]:
+    """What a ``manifestStatuses`` entry says of the member object itself: its reflected status (if any)
+    and its health. Depends on the object alone, so a watcher can keep it per object."""
     if observed is None:
-        entry["health"] = UNKNOWN
-        return entry
+        return {"health": UNKNOWN}
+    entry: dict[str, Any] = {}
     try:
         status = reflect_status(observed)
     except (TypeError, ValueError):

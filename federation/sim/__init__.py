@@ -1,7 +1,8 @@
 """The member-cluster simulator: a Kubernetes API server subset with simulated nodes and pods (KWOK-like).
 
-Public API: ``SimulatorConfig``, ``run_simulator_in_thread(config) -> RunningSimulator`` (url, token,
-kubeconfig, ``set_faults``, ``state``, ``stop``), ``Simulator`` (foreground serving) and ``make_kubeconfig``.
+Public API: ``SimulatorConfig``, ``run_simulator_in_thread(config[, clock=]) -> RunningSimulator`` (url,
+token, kubeconfig, ``set_faults``, ``state``, ``stop``), ``Simulator`` (foreground serving) and
+``make_kubeconfig``.
 """
 
 from federation.sim.config import SimulatorConfig

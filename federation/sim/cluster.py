@@ -1,7 +1,10 @@
 """The simulated cluster's API semantics: the verbs a Kubernetes API server offers, over the object store.
 
 Invariants:
-- Every verb runs under the store lock, so each request is atomic against every other.
+- Every verb runs under the store lock, so each request is atomic against every other, and inside
+  ``request()``: its start writes every status change due by the clock (pods turning Ready, restarts, the
+  faults' unhealthy set), its end touches the workloads whose pods it changed (``status_writes``), so what a
+  read renders is what its resourceVersion stands for. Watches settle the same way at each poll.
 - Writes stamp identity (uid, creationTimestamp), bump ``generation`` only when something outside
   ``metadata`` and ``status`` changes, and skip the write entirely (same resourceVersion) when nothing
   changed, so applying the same manifest twice is a no-op.
@@ -15,8 +18,10 @@ Invariants:
 
 from __future__ import annotations
 
+import bisect
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from federation.model import patching
@@ -53,8 +58,26 @@ class SimCluster:
         self.registry = Registry()
         self.store = ObjectStore()
         self.runtime = Runtime(self.store, self.registry, config, faults, clock)
+        self._depth = 0  # nested verbs (a collection delete lists) settle once, in the outermost
         for plural, obj in seed_objects(config):
             self._create(self._type("", plural), obj, None)
+
+    @contextmanager
+    def request(self) -> Iterator[None]:
+        """One request: the store lock held, status due by now written first, owners touched last."""
+        with self.store.lock:
+            self._depth += 1
+            outermost = self._depth == 1
+            since = self.store.rv
+            try:
+                if outermost:
+                    self.runtime.begin()
+                since = self.store.rv
+                yield
+            finally:
+                self._depth -= 1
+                if outermost:
+                    self.runtime.finish(since)
 
     def _type(self, group: str, plural: str) -> ResourceType:
         rtype = self.registry.lookup(group, plural)
@@ -65,13 +88,13 @@ class SimCluster:
     # --- reads -----------------------------------------------------------------------------------
 
     def get(self, rtype: ResourceType, namespace: str, name: str) -> dict[str, Any]:
-        with self.store.lock:
+        with self.request():
             return self._render(rtype, self._existing(rtype, namespace, name))
 
     def list_objects(
         self, rtype: ResourceType, namespace: str | None, match: Predicate
     ) -> list[dict[str, Any]]:
-        with self.store.lock:
+        with self.request():
             return [o for o in self._rendered(rtype, self.store.list_objects(rtype, namespace)) if match(o)]
 
     def list_page(
@@ -80,24 +103,30 @@ class SimCluster:
         namespace: str | None,
         selector: str,
         fields: Predicate | None,
-        start: int,
+        after: tuple[str, str] | None,
         size: int | None,
-    ) -> tuple[list[dict[str, Any]], int]:
-        """Objects ``start`` to ``start + size`` (all from ``start`` when ``size`` is None) of those a LIST
-        selects, rendered, and how many it selects in all. Without a field selector the page is cut before
-        rendering (labels are not rendered): a paged LIST of N objects copies and renders N objects, not N
-        per page. A field selector may name rendered status (``status.phase``): everything is rendered.
-        ``selector`` is the label selector's text; the objects it selects are remembered by the store
-        until the type's next write (``peek_selected``), so the pages of one LIST select once."""
-        end = None if size is None else start + size
+    ) -> tuple[list[dict[str, Any]], int, str]:
+        """Up to ``size`` objects (all when None) of those a LIST selects whose key (namespace, name) sorts
+        after ``after``, rendered; how many are left after them; and the store's resourceVersion they were
+        read at. A continuation resumes after the last key a page returned, not at an offset: an object
+        deleted meanwhile does not make the next page skip one. Without a field selector the page is cut
+        before rendering (labels are not rendered): a paged LIST of N objects copies and renders N objects,
+        not N per page. A field selector may name rendered status (``status.phase``): everything is
+        rendered. ``selector`` is the label selector's text; the objects it selects are remembered by the
+        store until the type's next write (``peek_selected``), so the pages of one LIST select once."""
         labels = label_selector(selector)
-        with self.store.lock:
+        with self.request():
             if fields is not None:
                 selected = self.list_objects(rtype, namespace, lambda o: labels(o) and fields(o))
-                return selected[start:end], len(selected)
-            matching = self.store.peek_selected(rtype, namespace, selector, labels)
-            page = [clone(o) for o in matching[start:end]]
-            return self._rendered(rtype, page), len(matching)
+            else:
+                selected = self.store.peek_selected(rtype, namespace, selector, labels)
+            start = 0 if after is None else bisect.bisect_right(selected, after, key=_object_key)
+            end = len(selected) if size is None else min(start + size, len(selected))
+            if fields is not None:
+                page = selected[start:end]
+            else:
+                page = self._rendered(rtype, [clone(o) for o in selected[start:end]])
+            return page, len(selected) - end, self.store.resource_version
 
     def _rendered(self, rtype: ResourceType, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Copies of stored objects with their server-owned status filled in (changed in place)."""
@@ -111,6 +140,10 @@ class SimCluster:
             raise errors.not_found(rtype.plural, rtype.group, name)
         return obj
 
+    def render(self, rtype: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+        """A copy of a stored object as a read shows it (server-owned status filled in), under ``request``."""
+        return self._render(rtype, clone(obj))
+
     def _render(self, rtype: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
         if rtype.kind == "Pod" and rtype.group == "":
             return self.runtime.render_pod(obj)
@@ -121,7 +154,7 @@ class SimCluster:
     # --- writes ----------------------------------------------------------------------------------
 
     def create(self, rtype: ResourceType, namespace: str, body: Any, manager: str) -> dict[str, Any]:
-        with self.store.lock:
+        with self.request():
             obj = self._validated(rtype, namespace, body, None)
             if self.store.get(rtype, obj["metadata"].get("namespace", ""), obj["metadata"]["name"]):
                 raise errors.already_exists(rtype.plural, rtype.group, obj["metadata"]["name"])
@@ -131,7 +164,7 @@ class SimCluster:
         self, rtype: ResourceType, namespace: str, name: str, body: Any, manager: str
     ) -> tuple[dict[str, Any], bool]:
         """PUT: replace, or create when absent. Returns (object, created)."""
-        with self.store.lock:
+        with self.request():
             obj = self._validated(rtype, namespace, body, name)
             old = self.store.get(rtype, obj["metadata"].get("namespace", ""), name)
             if old is None:
@@ -150,7 +183,7 @@ class SimCluster:
         force: bool,
     ) -> tuple[dict[str, Any], bool]:
         """PATCH in any of the four patch types; apply creates the object when it is absent."""
-        with self.store.lock:
+        with self.request():
             ns = namespace if rtype.namespaced else ""
             old = self.store.get(rtype, ns, name)
             if content_type == APPLY:
@@ -187,7 +220,7 @@ class SimCluster:
         return self._render(rtype, self._update(rtype, old, obj, None)), False
 
     def delete(self, rtype: ResourceType, namespace: str, name: str) -> dict[str, Any]:
-        with self.store.lock:
+        with self.request():
             obj = self._render(rtype, self._existing(rtype, namespace, name))
             self._delete(rtype, obj)
             return obj
@@ -195,7 +228,7 @@ class SimCluster:
     def delete_collection(
         self, rtype: ResourceType, namespace: str | None, match: Predicate
     ) -> list[dict[str, Any]]:
-        with self.store.lock:
+        with self.request():
             doomed = self.list_objects(rtype, namespace, match)
             for obj in doomed:
                 self._delete(rtype, obj)
@@ -207,7 +240,7 @@ class SimCluster:
         self, rtype: ResourceType, namespace: str, name: str, content_type: str, body: Any
     ) -> dict[str, Any]:
         """PUT or PATCH ``.../status``: only ``status`` changes (ignored for server-owned status)."""
-        with self.store.lock:
+        with self.request():
             old = self._existing(rtype, namespace, name)
             new = body if content_type == "" else _patched(old, content_type, body, _keyed(rtype))
             if not isinstance(new, dict):
@@ -220,13 +253,13 @@ class SimCluster:
             return self._render(rtype, obj)
 
     def scale(self, rtype: ResourceType, namespace: str, name: str) -> dict[str, Any]:
-        with self.store.lock:
+        with self.request():
             return scale_of(self._render(rtype, self._existing(rtype, namespace, name)))
 
     def write_scale(
         self, rtype: ResourceType, namespace: str, name: str, content_type: str, body: Any, manager: str
     ) -> dict[str, Any]:
-        with self.store.lock:
+        with self.request():
             old = self._existing(rtype, namespace, name)
             current = scale_of(self._render(rtype, clone(old)))
             new = body if content_type == "" else _patched(current, content_type, body, True)
@@ -312,7 +345,7 @@ class SimCluster:
     def _delete(self, rtype: ResourceType, obj: dict[str, Any]) -> None:
         meta = obj["metadata"]
         namespace = meta.get("namespace", "") if rtype.namespaced else ""
-        self.store.remove(rtype, namespace, meta["name"])
+        self.store.remove(rtype, namespace, meta["name"], obj)  # obj is rendered: a watch's DELETED
         if is_workload(rtype):
             self.runtime.delete_owned(rtype, obj)
         elif rtype.group == "" and rtype.kind == "Pod":
@@ -336,8 +369,13 @@ class SimCluster:
     def _purge_namespace(self, namespace: str) -> None:
         for rtype in self.registry.all():
             if rtype.namespaced:
-                for obj in self.store.list_objects(rtype, namespace):
+                for obj in self._rendered(rtype, self.store.list_objects(rtype, namespace)):
                     self._delete(rtype, obj)
+
+
+def _object_key(obj: dict[str, Any]) -> tuple[str, str]:
+    meta = obj["metadata"]
+    return (meta.get("namespace") or "", meta["name"])
 
 
 def _now(cluster: SimCluster) -> str:

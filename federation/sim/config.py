@@ -4,6 +4,8 @@ Invariants:
 - ``SimulatorConfig`` is a frozen value: what nodes exist and how the server behaves at start.
 - ``Faults`` is the only mutable knob set at run time (``/_sim/faults``, ``RunningSimulator.set_faults``);
   its random source is seeded, so a given seed and request sequence always fail the same requests.
+- ``unhealthy`` is replaced, never changed in place, and each change bumps ``generation``: the cluster
+  turns the difference into writes (``status_writes``) at its next request.
 """
 
 from __future__ import annotations
@@ -55,6 +57,8 @@ class Faults:
         self.latency_ms = config.latency_ms
         self.error_rate = config.error_rate
         self.unhealthy: set[str] = set(config.unhealthy)
+        # Counts changes of ``unhealthy`` (a new set each time), so the cluster notices one in O(1).
+        self.generation = 0
 
     def update(self, changes: dict[str, Any]) -> None:
         """Apply a partial update; keys not given keep their value. Raises ValueError on bad input."""
@@ -66,7 +70,10 @@ class Faults:
             if "error_rate" in changes:
                 self.error_rate = _rate(changes["error_rate"])
             if "unhealthy" in changes:
-                self.unhealthy = set(_names(changes["unhealthy"]))
+                unhealthy = set(_names(changes["unhealthy"]))
+                if unhealthy != self.unhealthy:
+                    self.unhealthy = unhealthy
+                    self.generation += 1
             if "seed" in changes:
                 self._random = random.Random(int(changes["seed"]))
 

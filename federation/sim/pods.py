@@ -133,6 +133,11 @@ def pending_status(pod: Mapping[str, Any], message: str) -> dict[str, Any]:
     }
 
 
+def restart_period(ready_delay: float) -> float:
+    """Seconds between two restarts of a crash-looping pod."""
+    return max(ready_delay, 0.5)
+
+
 def running_status(
     pod: Mapping[str, Any], bound_at: float, now: float, ready_delay: float, crashing: bool
 ) -> dict[str, Any]:
@@ -141,7 +146,7 @@ def running_status(
     ready = not crashing and now >= bound_at + ready_delay
     started = rfc3339(bound_at)
     since = rfc3339(bound_at + ready_delay) if ready else started
-    restarts = int((now - bound_at) / max(ready_delay, 0.5)) if crashing else 0
+    restarts = int((now - bound_at) / restart_period(ready_delay)) if crashing else 0
     containers = [
         _container_status(c, ready, restarts, crashing, started)
         for c in (pod.get("spec") or {}).get("containers") or []

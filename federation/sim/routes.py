@@ -11,6 +11,7 @@ Invariants:
 
 from __future__ import annotations
 
+import base64
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -25,7 +26,7 @@ from federation.sim.cluster import SimCluster
 from federation.sim.kinds import ResourceType
 from federation.sim.selectors import Predicate, field_selector, label_selector
 from federation.sim.tables import table_for, wants_table
-from federation.sim.watch import watch_stream
+from federation.sim.watch import Cursor, bookmark, parse_resource_version, start, watch_stream
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,26 +141,42 @@ def _collection(
         return _json(_list_body(cluster, rtype, cluster.delete_collection(rtype, scope, match), None))
     if request.method != "GET":
         raise errors.method_not_allowed(request.method)
-    if query.get("watch", "").lower() in ("true", "1"):
-        timeout = float(query.get("timeoutSeconds") or 300)
-
-        def as_table(obj: dict[str, Any]) -> dict[str, Any]:
-            rv = obj["metadata"].get("resourceVersion", "")
-            return table_for(rtype, [obj], cluster.clock(), rv)
-
-        events = watch_stream(
-            lambda: cluster.list_objects(rtype, scope, match),
-            query.get("resourceVersion"),
-            timeout,
-            as_table if wants_table(request) else lambda obj: obj,
-        )
-        return StreamingResponse(events, media_type="application/json")
+    if _flag(query.get("watch")):
+        return _watch(cluster, request, rtype, scope)
     if wants_table(request):
         items = cluster.list_objects(rtype, scope, match)
         return _json(table_for(rtype, items, cluster.clock(), cluster.store.resource_version))
     fields = match_f if query.get("fieldSelector") else None
     selector = query.get("labelSelector") or ""
     return _json(_paged(cluster, rtype, scope, selector, fields, query.get("limit"), query.get("continue")))
+
+
+def _watch(cluster: SimCluster, request: Request, rtype: ResourceType, scope: str | None) -> Response:
+    query = request.query_params
+    timeout = float(query.get("timeoutSeconds") or 300)
+    labels = label_selector(query["labelSelector"]) if query.get("labelSelector") else None
+    fields = field_selector(query["fieldSelector"]) if query.get("fieldSelector") else None
+    cursor = Cursor(rtype, scope, labels, fields, 0)
+    initial = start(cluster, cursor, parse_resource_version(query.get("resourceVersion")))
+
+    def as_table(obj: dict[str, Any]) -> dict[str, Any]:
+        rv = obj["metadata"].get("resourceVersion", "")
+        return table_for(rtype, [obj], cluster.clock(), rv)
+
+    def table_mark(cursor: Cursor) -> dict[str, Any]:
+        return table_for(rtype, [], cluster.clock(), str(cursor.rv))
+
+    table = wants_table(request)
+    marks = (table_mark if table else bookmark) if _flag(query.get("allowWatchBookmarks")) else None
+    stopping = getattr(request.app.state, "stopping", lambda: False)
+    events = watch_stream(
+        cluster, cursor, initial, timeout, as_table if table else lambda obj: obj, marks, stopping
+    )
+    return StreamingResponse(events, media_type="application/json")
+
+
+def _flag(value: str | None) -> bool:
+    return (value or "").lower() in ("true", "1")
 
 
 def _paged(
@@ -171,13 +188,31 @@ def _paged(
     limit: str | None,
     token: str | None,
 ) -> dict[str, Any]:
-    """One page of a LIST (``limit``/``continue``: the token is the offset of the next page)."""
-    start = int(token) if token and token.isdigit() else 0
+    """One page of a LIST (``limit``/``continue``). The token carries the first page's resourceVersion
+    (every page reports it, as the API server's do, so a WATCH from it misses nothing the LIST did not
+    show) and the key of the last object returned (the next page starts after it)."""
+    version, after = _continuation(token)
     size = int(limit) if limit and limit.isdigit() and int(limit) > 0 else None
-    page, total = cluster.list_page(rtype, scope, selector, fields, start, size)
-    end = total if size is None else start + size
-    more = end < total
-    return _list_body(cluster, rtype, page, str(end) if more else None, total - end)
+    page, remaining, now = cluster.list_page(rtype, scope, selector, fields, after, size)
+    version = version or now
+    next_token = None
+    if remaining and page:
+        meta = page[-1]["metadata"]
+        last = [meta.get("namespace") or "", meta["name"]]
+        next_token = base64.urlsafe_b64encode(json.dumps([version, *last]).encode()).decode()
+    return _list_body(cluster, rtype, page, next_token, remaining, version)
+
+
+def _continuation(token: str | None) -> tuple[str | None, tuple[str, str] | None]:
+    """(resourceVersion, last key) of a continue token; (None, None) for the first page. A token this
+    server did not make is a 400, as the API server answers."""
+    if not token:
+        return None, None
+    try:
+        version, namespace, name = json.loads(base64.urlsafe_b64decode(token.encode()))
+        return str(version), (str(namespace), str(name))
+    except (ValueError, TypeError) as exc:
+        raise errors.bad_request(f"continue key is not valid: {exc}") from exc
 
 
 def _list_body(
@@ -186,8 +221,9 @@ def _list_body(
     items: list[dict[str, Any]],
     token: str | None,
     remaining: int = 0,
+    version: str | None = None,
 ) -> dict[str, Any]:
-    meta: dict[str, Any] = {"resourceVersion": cluster.store.resource_version}
+    meta: dict[str, Any] = {"resourceVersion": version or cluster.store.resource_version}
     if token:
         meta["continue"] = token
         meta["remainingItemCount"] = remaining

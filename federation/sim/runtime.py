@@ -4,6 +4,10 @@ Invariants:
 - Called with the store lock held (the cluster facade takes it), so reconciling is atomic per request.
 - ``bound_at`` remembers, per pod, the clock time it was bound; pod and workload status are computed from it
   on every read (lazily), so no background thread is needed and readiness follows the injected clock.
+  Every change of that computed status is also a write (``status_writes``), made by ``begin`` (due changes,
+  at the start of a request or a watch's poll) and ``finish`` (the owners of the pods a request changed).
+- Between ``begin`` and ``finish`` the clock is read once (``now``), so everything one request renders, and
+  the writes ``begin`` made for it, agree on the time.
 - After any change to pods, nodes or workloads, ``schedule`` binds every pending pod that now fits.
 """
 
@@ -28,6 +32,7 @@ from federation.sim.pods import (
     running_status,
     unschedulable_message,
 )
+from federation.sim.status_writes import StatusWrites
 from federation.sim.store import ObjectStore
 from federation.sim.workloads import WORKLOAD_KINDS, plan_pods, workload_status
 
@@ -61,6 +66,25 @@ class Runtime:
         self.ledger = CapacityLedger(store, self.pods)
         self.owners = OwnerIndex(store, self.pods)
         self._ip = 0
+        self.frozen: float | None = None  # the request's time, between begin and finish
+        self.status = StatusWrites(
+            store, registry, config, faults, self.bound_at, self._crashing, self._owned
+        )
+
+    def now(self) -> float:
+        return self.clock() if self.frozen is None else self.frozen
+
+    def begin(self) -> None:
+        """Start of a request (or a watch's poll): fix its time, and write every status change due by it."""
+        self.frozen = self.clock()
+        self.status.settle(self.frozen)
+
+    def finish(self, since: int) -> None:
+        """End of the request that ``begin`` started, when the resourceVersion was ``since``."""
+        try:
+            self.status.finish(since, self.now())
+        finally:
+            self.frozen = None
 
     # --- writes --------------------------------------------------------------------------------
 
@@ -68,14 +92,14 @@ class Runtime:
         """Give a server-created object its identity metadata."""
         meta = obj["metadata"]
         meta.setdefault("uid", str(uuid.uuid4()))
-        meta.setdefault("creationTimestamp", rfc3339(self.clock()))
+        meta.setdefault("creationTimestamp", rfc3339(self.now()))
         meta.setdefault("generation", 1)
         return obj
 
     def workload_changed(self, rtype: ResourceType, obj: dict[str, Any]) -> None:
         """Record the spec-change time and bring the workload's pods in line with it."""
         meta = obj["metadata"]
-        self.changed_at[(rtype.plural, meta.get("namespace", ""), meta["name"])] = rfc3339(self.clock())
+        self.changed_at[(rtype.plural, meta.get("namespace", ""), meta["name"])] = rfc3339(self.now())
         self.reconcile(obj)
 
     def _owned(self, workload: dict[str, Any]) -> list[dict[str, Any]]:
@@ -94,7 +118,9 @@ class Runtime:
         self.schedule()
 
     def remove_pod(self, namespace: str, name: str) -> None:
-        self.store.remove(self.pods, namespace, name)
+        pod = self.store.peek(self.pods, (namespace, name))
+        last = self.render_pod(clone(pod)) if pod is not None else None  # what a watch's DELETED shows
+        self.store.remove(self.pods, namespace, name, last)
         self.bound_at.pop((namespace, name), None)
 
     def delete_owned(self, rtype: ResourceType, workload: dict[str, Any]) -> None:
@@ -109,7 +135,7 @@ class Runtime:
     def pod_created(self, pod: dict[str, Any]) -> None:
         """A pod written through the API: already bound pods start their readiness clock now."""
         if node_name(pod):
-            self.bound_at.setdefault(_key(pod), self.clock())
+            self.bound_at.setdefault(_key(pod), self.now())
         self.schedule()
 
     def schedule(self) -> None:
@@ -138,7 +164,7 @@ class Runtime:
             "hostIP": f"10.0.{index // 250}.{index % 250 + 1}",
             "podIP": f"10.244.{self._ip // 250 % 250}.{self._ip % 250 + 1}",
         }
-        self.bound_at[_key(pod)] = self.clock()
+        self.bound_at[_key(pod)] = self.now()
         self.store.put(self.pods, pod)
 
     def _mark_pending(self, pod: dict[str, Any], message: str) -> None:
@@ -154,7 +180,7 @@ class Runtime:
         if bound is None or is_terminated(pod):
             return pod
         crashing = self._crashing(pod)
-        pod["status"] = running_status(pod, bound, self.clock(), self.config.ready_delay, crashing)
+        pod["status"] = running_status(pod, bound, self.now(), self.config.ready_delay, crashing)
         return pod
 
     def _crashing(self, pod: dict[str, Any]) -> bool:

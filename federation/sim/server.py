@@ -12,6 +12,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +46,8 @@ class Simulator:
     """A configured, not yet running simulator: its cluster state, app, and bound socket."""
 
     config: SimulatorConfig
+    # The simulated cluster's time (readiness, restarts); tests pass a fake one.
+    clock: Callable[[], float] = time.time
     cluster: SimCluster = field(init=False)
     faults: Faults = field(init=False)
     sock: socket.socket = field(init=False)
@@ -53,9 +56,10 @@ class Simulator:
 
     def __post_init__(self) -> None:
         self.faults = Faults(self.config)
-        self.cluster = SimCluster(self.config, self.faults)
+        self.cluster = SimCluster(self.config, self.faults, self.clock)
         self.sock = bind_socket(self.config.host, self.config.port)
         app = build_app(self.cluster, self.faults, self.config.token)
+        app.state.stopping = lambda: self.server.should_exit  # open watches end when the server stops
         ssl: dict[str, Any] = {}
         if self.config.tls:
             self.tls = make_tls(self.config.host, self.config.name)
@@ -136,9 +140,11 @@ class RunningSimulator:
         self.stop()
 
 
-def run_simulator_in_thread(config: SimulatorConfig, start_timeout: float = 10.0) -> RunningSimulator:
+def run_simulator_in_thread(
+    config: SimulatorConfig, start_timeout: float = 10.0, clock: Callable[[], float] = time.time
+) -> RunningSimulator:
     """Start a simulator in a daemon thread; returns once it accepts connections."""
-    sim = Simulator(config)
+    sim = Simulator(config, clock)
     thread = threading.Thread(target=sim.serve_forever, name=f"sim-{config.name}", daemon=True)
     thread.start()
     deadline = time.monotonic() + start_timeout

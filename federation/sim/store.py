@@ -7,9 +7,14 @@ Invariants:
   writes. Callers hold ``lock`` across read-modify-write sequences (the store itself never calls out).
 - Stored dicts are owned by the store: ``get``/``list`` return deep copies, ``put`` stores a deep copy;
   ``peek``/``peek_objects`` hand out the stored dicts themselves, to readers that never change or keep them.
-- ``put`` and ``remove`` are the only writes: each adds the object's key to every ``track`` set of its type
-  and forgets the type's remembered selections (``peek_selected``), so a selection is never older than
-  the objects it was made of.
+- ``put`` and ``remove`` are the only writes of content: each adds the object's key to every ``track`` set
+  of its type and forgets the type's remembered selections (``peek_selected``), so a selection is never
+  older than the objects it was made of. ``touch`` is a write of nothing but a new resourceVersion (status
+  the simulator computes on read has changed): it changes the stored dict's resourceVersion in place, so
+  remembered selections (labels only) and trackers stay as they are.
+- Every write, and only a write, takes the next resourceVersion and is recorded in ``changes`` (the watch
+  log, ``federation.sim.changes``): ADDED or MODIFIED for ``put``, MODIFIED for ``touch``, DELETED for
+  ``remove``.
 """
 
 from __future__ import annotations
@@ -19,9 +24,10 @@ from collections.abc import Callable
 from typing import Any
 
 from federation.model.jsonvalue import clone
+from federation.sim.changes import ADDED, DELETED, MODIFIED, Change, ChangeLog, ObjKey
 from federation.sim.kinds import ResourceType
 
-ObjKey = tuple[str, str]
+__all__ = ["ObjKey", "ObjectStore"]
 
 
 class ObjectStore:
@@ -30,6 +36,7 @@ class ObjectStore:
     def __init__(self) -> None:
         self.lock = threading.RLock()
         self._rv = 0
+        self.changes = ChangeLog()
         self._objects: dict[tuple[str, str], dict[ObjKey, dict[str, Any]]] = {}
         self._trackers: dict[tuple[str, str], list[set[ObjKey]]] = {}
         # type → (namespace, selector) → the stored dicts it selects, in order; dropped when the type is
@@ -39,6 +46,11 @@ class ObjectStore:
     @property
     def resource_version(self) -> str:
         return str(self._rv)
+
+    @property
+    def rv(self) -> int:
+        """The newest resourceVersion, as a number."""
+        return self._rv
 
     def _bucket(self, rtype: ResourceType) -> dict[ObjKey, dict[str, Any]]:
         return self._objects.setdefault(rtype.key, {})
@@ -105,16 +117,41 @@ class ObjectStore:
             meta = obj.setdefault("metadata", {})
             meta["resourceVersion"] = str(self._rv)
             key = (meta.get("namespace", "") if rtype.namespaced else "", meta["name"])
-            self._bucket(rtype)[key] = clone(obj)
+            bucket = self._bucket(rtype)
+            prev, stored = bucket.get(key), clone(obj)
+            bucket[key] = stored
             self._touched(rtype, key)
+            event = ADDED if prev is None else MODIFIED
+            self.changes.record(Change(self._rv, rtype.key, key, event, stored, prev))
             return clone(obj)
 
-    def remove(self, rtype: ResourceType, namespace: str, name: str) -> dict[str, Any] | None:
+    def touch(self, rtype: ResourceType, key: ObjKey) -> bool:
+        """Give the stored object the next resourceVersion and log MODIFIED, its content unchanged: what
+        the simulator computes on read (pod readiness, restarts, workload counters) has changed, which a
+        real cluster's kubelet or controller would have written. False when there is no such object."""
+        with self.lock:
+            stored = self._bucket(rtype).get(key)
+            if stored is None:
+                return False
+            self._rv += 1
+            stored["metadata"]["resourceVersion"] = str(self._rv)
+            self.changes.record(Change(self._rv, rtype.key, key, MODIFIED, stored, stored))
+            return True
+
+    def remove(
+        self, rtype: ResourceType, namespace: str, name: str, last: dict[str, Any] | None = None
+    ) -> dict[str, Any] | None:
+        """Remove the object; ``last`` is its last state as readers see it (rendered status) for the
+        DELETED entry, the stored object when not given. Both get the deletion's resourceVersion."""
         with self.lock:
             removed = self._bucket(rtype).pop((namespace, name), None)
             if removed is not None:
                 self._rv += 1
                 self._touched(rtype, (namespace, name))
+                final = {**(last if last is not None else removed)}
+                final["metadata"] = {**final.get("metadata", {}), "resourceVersion": str(self._rv)}
+                change = Change(self._rv, rtype.key, (namespace, name), DELETED, final, removed)
+                self.changes.record(change)
             return removed
 
     def namespaces_in_use(self) -> dict[tuple[str, str], list[ObjKey]]:

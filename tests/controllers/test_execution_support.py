@@ -60,6 +60,7 @@ class Harness:
         self.status = BindingStatusController(self.uow, self.clock)
 
     def close(self) -> None:
+        self.collector.close()
         self.members.close()
         self.engine.dispose()
 

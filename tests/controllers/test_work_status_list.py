@@ -1,7 +1,8 @@
-"""Work status collection reads a member by LIST (one per kind its Works carry), not one GET per Work.
+"""Work status collection reads a member by watches (informers: one LIST and one WATCH per kind its Works
+carry), or, with ``watch_members`` off, by one LIST per kind per round; never one GET per Work.
 
 Real simulator over TLS, the official client underneath; the member calls of one round are counted at
-the client's ``request``.
+the client's ``request`` (LISTs, GETs) and ``watch``.
 """
 
 from __future__ import annotations
@@ -51,7 +52,14 @@ def member_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
         calls.append((method, path))
         return real(self, method, path, **kwargs)
 
+    real_watch = KubernetesMemberClient.watch
+
+    def counted_watch(self: KubernetesMemberClient, *args: Any, **kwargs: Any) -> Any:
+        calls.append(("WATCH", f"{args[0]}/{args[1]}"))
+        return real_watch(self, *args, **kwargs)
+
     monkeypatch.setattr(KubernetesMemberClient, "request", counted)
+    monkeypatch.setattr(KubernetesMemberClient, "watch", counted_watch)
     return calls
 
 
@@ -61,9 +69,7 @@ def statuses_ready(harness: Harness, expected: int = 2 * WORKLOADS) -> bool:
     return len(works) == expected and all((w.get("status") or {}).get("manifestStatuses") for w in works)
 
 
-def test_a_round_lists_each_kind_once_whatever_the_number_of_works(
-    harness: Harness, sim: RunningSimulator, member_calls: list[tuple[str, str]]
-) -> None:
+def add_workloads(harness: Harness, sim: RunningSimulator) -> None:
     harness.add_cluster("member1", sim)
     for index in range(WORKLOADS):
         template = harness.add_template(deployment(f"web{index:02d}", 1))
@@ -76,14 +82,86 @@ def test_a_round_lists_each_kind_once_whatever_the_number_of_works(
             }
         )
         harness.add_binding(config, [{"name": "member1"}])
+
+
+def is_discovery(path: str) -> bool:
+    parts = path.strip("/").split("/")
+    return (parts[0] == "api" and len(parts) <= 2) or (parts[0] == "apis" and len(parts) <= 3)
+
+
+def gets_of(calls: list[tuple[str, str]]) -> list[str]:
+    return [path for method, path in calls if method == "GET" and not is_discovery(path)]
+
+
+def test_a_round_lists_each_kind_once_whatever_the_number_of_works(
+    harness: Harness, sim: RunningSimulator, member_calls: list[tuple[str, str]]
+) -> None:
+    harness.collector.watch_members = False
+    add_workloads(harness, sim)
     harness.until(lambda: statuses_ready(harness), what="every Work applied with its statuses")
 
     member_calls.clear()
     harness.collector.reconcile()
-    gets = [path for method, path in member_calls if method == "GET" and not path.endswith(("/api", "/apis"))]
+    gets = gets_of(member_calls)
     listed = sorted(path for path in gets if "/namespaces/" not in path)
     assert listed == ["/api/v1/configmaps", "/apis/apps/v1/deployments"], member_calls
     assert len(gets) == 2, member_calls  # 24 Works, two kinds: two LISTs, no GET per object
+    assert not [call for call in member_calls if call[0] == "WATCH"]
+
+
+def test_watched_members_are_listed_once_per_kind_and_a_round_at_rest_calls_no_member(
+    harness: Harness, sim: RunningSimulator, member_calls: list[tuple[str, str]]
+) -> None:
+    add_workloads(harness, sim)
+    harness.until(lambda: statuses_ready(harness), what="every Work applied with its statuses")
+    listed = sorted(path for path in gets_of(member_calls) if "/namespaces/" not in path)
+    # One LIST per kind when its informer started (a second only if a watch was cut meanwhile).
+    assert set(listed) == {"/api/v1/configmaps", "/apis/apps/v1/deployments"}, member_calls
+    assert len(listed) <= 4, member_calls
+    assert {call for call in member_calls if call[0] == "WATCH"} == {
+        ("WATCH", "v1/ConfigMap"),
+        ("WATCH", "apps/v1/Deployment"),
+    }
+
+    member_calls.clear()
+    for _ in range(3):
+        harness.collector.reconcile()
+    assert member_calls == []
+
+
+def test_a_member_status_change_reaches_the_work_through_the_watch(
+    harness: Harness, sim: RunningSimulator, member_calls: list[tuple[str, str]]
+) -> None:
+    """Scaling a Deployment on the member (its status changes there) is written into its Work without a
+    LIST or GET: the informer's event carries it."""
+    add_workloads(harness, sim)
+    harness.until(lambda: statuses_ready(harness), what="every Work applied with its statuses")
+    client = KubernetesMemberClient(sim.name, sim.kubeconfig)
+    try:
+        client.request(
+            "PATCH",
+            "/apis/apps/v1/namespaces/default/deployments/web03",
+            body={"spec": {"replicas": 3}},
+            content_type="application/merge-patch+json",
+        )
+    finally:
+        client.close()
+    member_calls.clear()
+
+    def replicas_of_web03() -> int:
+        with harness.uow() as session:
+            works, _ = WorkRepository(session).objects.list()
+        for work in works:
+            for entry in (work.get("status") or {}).get("manifestStatuses") or []:
+                if entry["identifier"]["name"] == "web03":
+                    return int((entry.get("status") or {}).get("replicas") or 0)
+        return 0
+
+    harness.until(lambda: replicas_of_web03() == 3, what="web03's Work to show 3 replicas")
+    collector_calls = [
+        call for call in member_calls if call[0] in ("GET", "WATCH") and "web03" not in call[1]
+    ]
+    assert not [c for c in collector_calls if c[0] == "GET" and "/namespaces/" not in c[1]], member_calls
 
 
 def test_a_deleted_member_object_is_missing_in_the_list_and_recreated(

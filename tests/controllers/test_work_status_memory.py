@@ -14,7 +14,8 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
-from federation.controllers.work_status import Identity, Sightings, Tracked, WorkStatusCollector, digest
+from federation.controllers.status_sightings import Identity, Sightings, Tracked, digest
+from federation.controllers.work_status import WorkStatusCollector
 from federation.model.status_interpreter import manifest_status
 from federation.sim import RunningSimulator
 from federation.store.applied_works import WorkState
@@ -136,6 +137,7 @@ def test_a_work_not_seen_whole_is_not_reported() -> None:
 def test_a_round_keeps_no_page_of_the_members_list_while_reading_the_next(
     harness: Harness, sim: RunningSimulator, alive_at_pages: dict[str, list[int]]
 ) -> None:
+    harness.collector.watch_members = False  # the rounds of LISTs (an informer's LIST pages alike)
     harness.add_cluster("member1", sim)
     workloads = 7  # pages of 3: three pages
     for index in range(workloads):

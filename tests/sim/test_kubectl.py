@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import queue
 import shutil
 import subprocess
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -91,3 +93,38 @@ def test_kubectl_with_wrong_token_is_refused(sim: RunningSimulator, tmp_path: Pa
     result = _kubectl(path, tmp_path / "cache", "get", "nodes")
     assert result.returncode != 0
     assert "provide credentials" in result.stderr or "Unauthorized" in result.stderr
+
+
+def test_kubectl_get_watch_prints_each_change(kubectl: Any, sim: RunningSimulator, tmp_path: Path) -> None:
+    """``kubectl get -w``: a Table LIST, then a Table WATCH from its resourceVersion."""
+    kubeconfig = tmp_path / "kubeconfig.yaml"  # written by the kubectl fixture
+    command = ["kubectl", "--kubeconfig", str(kubeconfig), "--cache-dir", str(tmp_path / "cache")]
+    manifests = {}
+    for name in ("before", "during"):
+        manifests[name] = tmp_path / f"{name}.yaml"
+        body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"a": "b"}}
+        manifests[name].write_text(yaml.safe_dump(body))
+    assert kubectl("apply", "-f", str(manifests["before"])).returncode == 0
+    watching = subprocess.Popen(
+        [*command, "get", "configmaps", "--watch", "--output-watch-events"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    reader = threading.Thread(target=lambda: [lines.put(line) for line in watching.stdout or ()], daemon=True)
+    reader.start()
+    try:
+
+        def next_line() -> list[str]:
+            return lines.get(timeout=10).split()
+
+        assert next_line()[:2] == ["EVENT", "NAME"]
+        assert next_line()[:2] == ["ADDED", "before"]
+        assert kubectl("apply", "-f", str(manifests["during"])).returncode == 0
+        assert next_line()[:3] == ["ADDED", "during", "1"]
+        assert kubectl("delete", "-f", str(manifests["during"])).returncode == 0
+        assert next_line()[:2] == ["DELETED", "during"]
+    finally:
+        watching.terminate()
+        watching.wait(timeout=10)

@@ -260,5 +260,26 @@ def test_a_paged_list_by_label_returns_each_selected_object_once_with_its_status
     assert all(p.status.phase == "Running" for p in running.items)
 
 
+def test_a_paged_list_resumes_after_its_last_object_and_keeps_its_first_pages_version(
+    sim: RunningSimulator,
+) -> None:
+    """An object deleted between two pages does not make the next page skip one (the continuation is a
+    key, not an offset), and every page reports the first page's resourceVersion: a WATCH from it then
+    shows the deletion, and nothing is lost."""
+    core = k8s.CoreV1Api(_api(sim))
+    for index in range(6):
+        core.create_namespaced_config_map("default", {"metadata": {"name": f"cm{index}"}})
+    first = core.list_namespaced_config_map("default", limit=3)
+    assert [c.metadata.name for c in first.items] == ["cm0", "cm1", "cm2"]
+    core.delete_namespaced_config_map("cm0", "default")
+    core.create_namespaced_config_map("default", {"metadata": {"name": "other"}})
+    rest = core.list_namespaced_config_map("default", limit=3, _continue=first.metadata._continue)
+    assert [c.metadata.name for c in rest.items] == ["cm3", "cm4", "cm5"]
+    assert rest.metadata.resource_version == first.metadata.resource_version
+    with pytest.raises(k8s.ApiException) as bad:
+        core.list_namespaced_config_map("default", limit=3, _continue="not-a-token")
+    assert bad.value.status == 400
+
+
 def _api(sim: RunningSimulator) -> k8s.ApiClient:
     return kconfig.new_client_from_config_dict(sim.kubeconfig)

@@ -1,0 +1,221 @@
+"""One kind of a member's objects kept in memory by LIST, then WATCH from the list's resourceVersion: an
+informer, as client-go's, on a thread of its own.
+
+Invariants:
+- It keeps a *projection* of each object (what its consumer reads, e.g. a few bytes of status), never the
+  objects: a LIST is taken in a page at a time, and an event is projected and dropped.
+- ``synced`` is True once a LIST has been taken in and while the watch that follows it runs. A failure (the
+  member unreachable, the stream cut, an ``ERROR`` event) makes it False until the next LIST has been taken
+  in, so a consumer reads the cache only while it reflects the member. A 410 (the watch's resourceVersion
+  too old) lists again at once; other failures back off from 1 s to 30 s.
+- A key whose projection changed (added, changed, deleted) is handed out once by ``drain``. A re-list
+  compares the new projections with the ones held: a member that did not change hands out nothing.
+- ``on_change`` is called when a change arrives while nothing was waiting to be drained: at most one
+  wake-up of the consumer per pass it makes, however many events arrive.
+- A member that refuses to list or watch the kind (403, 404, 405) ends the informer with ``refused`` set:
+  the consumer reads that kind some other way. ``stop`` (or the client being closed) ends the thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Hashable, Iterator, Mapping
+from typing import Any, Generic, Protocol, TypeVar
+
+from federation.members.errors import MemberError
+
+log = logging.getLogger(__name__)
+
+P = TypeVar("P", bound=Hashable)
+Key = tuple[str, str]  # (namespace or "", name)
+REFUSED = frozenset({403, 404, 405})
+BACKOFF_START_SECONDS = 1.0
+BACKOFF_MAX_SECONDS = 30.0
+WATCH_TIMEOUT_SECONDS = 300  # a stream is ended by the server after this long, and started again
+
+
+class WatchingClient(Protocol):
+    """What an informer needs of a member client (``KubernetesMemberClient`` has it)."""
+
+    name: str
+    closed: bool
+
+    def list_for_watch(
+        self, api_version: str, kind: str, selector: str, visit: Callable[[list[dict[str, Any]]], None]
+    ) -> str: ...
+
+    def watch(
+        self, api_version: str, kind: str, selector: str, resource_version: str, timeout_seconds: int
+    ) -> Iterator[dict[str, Any]]: ...
+
+    def interrupt(self) -> None: ...
+
+
+def can_watch(client: object) -> bool:
+    return all(hasattr(client, name) for name in ("list_for_watch", "watch", "interrupt", "closed"))
+
+
+class Expired(Exception):
+    """The watch's resourceVersion is older than the member keeps: list again."""
+
+
+def key_of(obj: Mapping[str, Any]) -> Key:
+    meta = obj.get("metadata") or {}
+    return (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+
+
+class Informer(Generic[P]):
+    """The projections of one member's objects of one kind that match a label selector."""
+
+    def __init__(
+        self,
+        client: WatchingClient,
+        api_version: str,
+        kind: str,
+        selector: str,
+        project: Callable[[Mapping[str, Any]], P],
+        on_change: Callable[[], None] = lambda: None,
+        *,
+        watch_timeout_seconds: int = WATCH_TIMEOUT_SECONDS,
+    ) -> None:
+        self.client = client
+        self.api_version, self.kind, self.selector = api_version, kind, selector
+        self._project = project
+        self._on_change = on_change
+        self._watch_timeout = watch_timeout_seconds
+        self._lock = threading.Lock()
+        self._cache: dict[Key, P] = {}
+        self._changed: set[Key] = set()
+        self._synced = False
+        self.refused: MemberError | None = None
+        self.error: MemberError | None = None
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"informer-{client.name}-{kind}", daemon=True)
+
+    # --- what consumers read ----------------------------------------------------------------------
+
+    @property
+    def synced(self) -> bool:
+        return self._synced
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def get(self, key: Key) -> P | None:
+        return self._cache.get(key)
+
+    def drain(self) -> set[Key]:
+        """The keys whose projection changed since the last drain."""
+        with self._lock:
+            changed, self._changed = self._changed, set()
+        return changed
+
+    def __len__(self) -> int:
+        return len(self._cache)
+
+    # --- lifecycle --------------------------------------------------------------------------------
+
+    def start(self) -> Informer[P]:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """End the thread (an open stream is cut); returns at once."""
+        self._stopping.set()
+        self._synced = False
+        self.client.interrupt()
+
+    def _running(self) -> bool:
+        return not self._stopping.is_set() and not self.client.closed
+
+    def _run(self) -> None:
+        delay = BACKOFF_START_SECONDS
+        while self._running():
+            try:
+                version = self._list()
+                self.error, delay = None, BACKOFF_START_SECONDS
+                while self._running():
+                    began = time.monotonic()
+                    version = self._watch(version)
+                    if time.monotonic() - began < 1.0:  # a member that ends streams at once is not spun on
+                        self._stopping.wait(1.0)
+            except Expired:
+                self._synced = False
+                continue  # list again at once, as client-go's reflector does
+            except MemberError as err:
+                self._synced = False
+                if err.status in REFUSED:
+                    self.refused = err
+                    log.info("informer %s/%s: the member refuses it (%s)", self.client.name, self.kind, err)
+                    return
+                self.error = err
+            except Exception as exc:  # never let the thread die on a bad event
+                self._synced = False
+                self.error = MemberError(self.client.name, f"{type(exc).__name__}: {exc}")
+                log.exception("informer %s/%s failed", self.client.name, self.kind)
+            if self._running():
+                log.info(
+                    "informer %s/%s: %s; again in %.0f s", self.client.name, self.kind, self.error, delay
+                )
+                self._stopping.wait(delay)
+                delay = min(delay * 2, BACKOFF_MAX_SECONDS)
+        self._synced = False
+
+    def _list(self) -> str:
+        fresh: dict[Key, P] = {}
+
+        def take(page: list[dict[str, Any]]) -> None:
+            for obj in page:
+                fresh[key_of(obj)] = self._project(obj)
+
+        version = self.client.list_for_watch(self.api_version, self.kind, self.selector, take)
+        with self._lock:
+            old = self._cache
+            changed = {k for k, p in fresh.items() if old.get(k) != p} | (old.keys() - fresh.keys())
+            self._cache = fresh
+            self._mark(changed)
+            self._synced = True
+        return version
+
+    def _watch(self, version: str) -> str:
+        """One stream from ``version``; the resourceVersion it ends at."""
+        for event in self.client.watch(
+            self.api_version, self.kind, self.selector, version, self._watch_timeout
+        ):
+            kind, obj = event.get("type"), event.get("object") or {}
+            if kind == "ERROR":
+                code = obj.get("code")
+                if code == 410:
+                    raise Expired(obj.get("message"))
+                raise MemberError(
+                    self.client.name, f"watch of {self.kind}: {obj.get('message')}", status=code
+                )
+            version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
+            if kind == "BOOKMARK":
+                continue
+            key = key_of(obj)
+            with self._lock:
+                if kind == "DELETED":
+                    if self._cache.pop(key, None) is not None:
+                        self._mark({key})
+                else:
+                    projected = self._project(obj)
+                    if self._cache.get(key) != projected:
+                        self._cache[key] = projected
+                        self._mark({key})
+        return version
+
+    def _mark(self, keys: set[Key]) -> None:
+        """Under ``_lock``: note changed keys; the consumer is told when it has nothing waiting."""
+        if not keys:
+            return
+        quiet = not self._changed
+        self._changed |= keys
+        if quiet:
+            try:
+                self._on_change()
+            except Exception:  # a consumer's wake-up must not end the informer
+                log.exception("informer %s/%s: on_change failed", self.client.name, self.kind)

@@ -1,0 +1,138 @@
+"""The informer (LIST, then WATCH from the list's resourceVersion) against a scripted client: what it keeps,
+what it hands out, and how it recovers (410 Expired, a member gone and back, a member that refuses)."""
+
+from __future__ import annotations
+
+import queue
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from federation.members import informer as informer_module
+from federation.members.errors import MemberError
+from federation.members.informer import Informer
+from tests.members.helpers import wait_for
+
+END = object()  # ends the current stream (the server's timeout)
+
+
+def obj(name: str, rv: int, phase: str = "Running") -> dict[str, Any]:
+    return {
+        "metadata": {"namespace": "ns", "name": name, "resourceVersion": str(rv)},
+        "status": {"phase": phase},
+    }
+
+
+class ScriptedClient:
+    """LISTs answered from ``lists`` (an item may be a MemberError), WATCH events from a queue."""
+
+    name = "m1"
+
+    def __init__(self, lists: list[Any]) -> None:
+        self.closed = False
+        self.lists = lists
+        self.events: queue.Queue[Any] = queue.Queue()
+        self.watched_from: list[str] = []
+        self.listed = 0
+
+    def list_for_watch(self, api_version: str, kind: str, selector: str, visit: Callable[..., None]) -> str:
+        self.listed += 1
+        answer = self.lists.pop(0) if len(self.lists) > 1 else self.lists[0]
+        if isinstance(answer, MemberError):
+            raise answer
+        items, version = answer
+        visit(items)
+        return str(version)
+
+    def watch(
+        self, api_version: str, kind: str, selector: str, rv: str, timeout: int
+    ) -> Iterator[dict[str, Any]]:
+        self.watched_from.append(rv)
+        while not self.closed:
+            event = self.events.get()
+            if event is END:
+                return
+            if isinstance(event, MemberError):
+                raise event
+            yield event
+
+    def interrupt(self) -> None:
+        self.events.put(END)
+
+
+def phase_of(o: dict[str, Any]) -> str:
+    return str(o["status"]["phase"])
+
+
+@pytest.fixture(autouse=True)
+def quick_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(informer_module, "BACKOFF_START_SECONDS", 0.01)
+
+
+def started(client: ScriptedClient, woken: list[int]) -> Informer[str]:
+    return Informer(client, "v1", "Pod", "a=b", phase_of, lambda: woken.append(1)).start()
+
+
+def test_events_change_the_cache_and_only_changed_projections_are_handed_out_once() -> None:
+    client = ScriptedClient([([obj("a", 1), obj("b", 2)], 2)])
+    woken: list[int] = []
+    informer = started(client, woken)
+    try:
+        wait_for(lambda: informer.synced and client.watched_from == ["2"], what="listed and watching")
+        assert informer.drain() == {("ns", "a"), ("ns", "b")} and len(woken) == 1
+        client.events.put({"type": "MODIFIED", "object": obj("a", 3)})  # same projection: nothing
+        client.events.put({"type": "MODIFIED", "object": obj("b", 4, "Failed")})
+        client.events.put({"type": "ADDED", "object": obj("c", 5)})
+        client.events.put({"type": "DELETED", "object": obj("a", 6)})
+        client.events.put({"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "9"}}})
+        client.events.put(END)
+        wait_for(lambda: client.watched_from == ["2", "9"], what="the next stream from the bookmark")
+        assert informer.drain() == {("ns", "a"), ("ns", "b"), ("ns", "c")}
+        assert len(woken) == 2  # once per drain, not once per event
+        assert informer.get(("ns", "a")) is None and informer.get(("ns", "b")) == "Failed"
+        assert informer.drain() == set()
+    finally:
+        informer.stop()
+
+
+def test_an_expired_watch_lists_again_and_hands_out_only_what_differs() -> None:
+    client = ScriptedClient([([obj("a", 1), obj("b", 2)], 2), ([obj("a", 1), obj("b", 7, "Failed")], 7)])
+    informer = started(client, [])
+    try:
+        wait_for(lambda: client.watched_from == ["2"], what="watching")
+        informer.drain()
+        client.events.put({"type": "ERROR", "object": {"kind": "Status", "code": 410, "message": "too old"}})
+        wait_for(lambda: client.watched_from == ["2", "7"], what="listed again and watching from its version")
+        assert informer.drain() == {("ns", "b")}
+        assert informer.synced
+    finally:
+        informer.stop()
+
+
+def test_a_member_gone_is_not_synced_until_it_answers_a_list_again() -> None:
+    gone = MemberError("m1", "unreachable", kind="unreachable")
+    client = ScriptedClient([([obj("a", 1)], 1), gone, gone, ([obj("a", 1)], 3)])
+    informer = started(client, [])
+    try:
+        wait_for(lambda: informer.synced, what="synced")
+        client.events.put(gone)  # the stream breaks; the next two LISTs fail
+        wait_for(lambda: client.watched_from[-1:] == ["3"], what="watching again after two failed lists")
+        assert informer.synced and informer.error is None and client.listed == 4
+    finally:
+        informer.stop()
+
+
+def test_a_member_that_refuses_ends_the_informer_with_refused_set() -> None:
+    client = ScriptedClient([MemberError("m1", "forbidden", kind="forbidden", status=403)])
+    informer = started(client, [])
+    wait_for(lambda: not informer.alive, what="the informer ended")
+    assert informer.refused is not None and not informer.synced
+
+
+def test_stop_ends_the_thread() -> None:
+    client = ScriptedClient([([obj("a", 1)], 1)])
+    informer = started(client, [])
+    wait_for(lambda: client.watched_from == ["1"], what="watching")
+    informer.stop()
+    wait_for(lambda: not informer.alive, what="the thread ended")
