@@ -101,10 +101,13 @@ class StatusWatches:
 
     # --- informers --------------------------------------------------------------------------------
 
-    def refused(self, cluster: str, kinds: Iterable[Kind]) -> bool:
-        """Whether the member refused to list or watch one of ``kinds`` (then it is read by LIST rounds)."""
+    def refused(self, cluster: str, kinds: Iterable[Kind], client: WatchingClient) -> bool:
+        """Whether the member refused to list or watch one of ``kinds`` through this client (then it is
+        read by LIST rounds; a new client, rotated credentials, is asked again)."""
         return any(
-            (informer := self._informers.get((cluster, kind))) is not None and informer.refused is not None
+            (informer := self._informers.get((cluster, kind))) is not None
+            and informer.refused is not None
+            and informer.client is client
             for kind in kinds
         )
 

@@ -160,18 +160,18 @@ class WorkStatusCollector:
             by_cluster[work.cluster].append((work_id, work))
         clients = self.members.clients(list(by_cluster))  # every member's credentials in one read
         watched: dict[str, MemberClient] = {}
+        refusing: set[str] = set()  # their informers stay, ended, so the refusal is not asked again
         for cluster, works in by_cluster.items():
             client = clients[cluster]
             kinds = {kind_of(identity) for _, work in works for identity in work.manifests}
-            if (
-                self.watch_members
-                and not isinstance(client, MemberError)
-                and can_watch(client)
-                and not self.informed.refused(cluster, kinds)
-            ):
-                self.informed.ensure(cluster, client, kinds)  # type: ignore[arg-type]
-                watched[cluster] = client
-        self.informed.retain(set(watched))
+            if not self.watch_members or isinstance(client, MemberError) or not can_watch(client):
+                continue
+            if self.informed.refused(cluster, kinds, client):  # type: ignore[arg-type]
+                refusing.add(cluster)
+                continue
+            self.informed.ensure(cluster, client, kinds)  # type: ignore[arg-type]
+            watched[cluster] = client
+        self.informed.retain(set(watched) | refusing)
         due = fresh | self.informed.affected() | self.informed.pending
         evaluate = sorted(
             (work_id, tracked)

@@ -14,7 +14,7 @@ Invariants:
   objects is in memory (a decoded object is 6-9 KB), whatever the member holds.
 - ``watch`` streams a WATCH's events a line at a time (the official client's ``iter_resp_lines``) with a
   read timeout past the server's ``timeoutSeconds``: a member that stops answering ends the stream with a
-  ``MemberError`` instead of hanging it. ``interrupt`` ends a stream from another thread.
+  ``MemberError`` instead of hanging it. A ``WatchStream`` is closed from another thread by its ``close``.
 """
 
 from __future__ import annotations
@@ -262,10 +262,10 @@ class KubernetesMemberClient:
 
     def watch(
         self, api_version: str, kind: str, selector: str, resource_version: str, timeout_seconds: int
-    ) -> Iterator[dict[str, Any]]:
+    ) -> WatchStream:
         """The events of a WATCH from ``resource_version`` (bookmarks asked for), one decoded line at a
-        time, until the server ends the stream after ``timeout_seconds`` or ``interrupt`` is called. An
-        ``ERROR`` event is handed over as it came (410 Expired: list again)."""
+        time, until the server ends the stream after ``timeout_seconds`` or it is closed (``close``, from
+        any thread). An ``ERROR`` event is handed over as it came (410 Expired: list again)."""
         path = self._collection_path(api_version, kind)
         query = [
             ("labelSelector", selector),
@@ -291,27 +291,17 @@ class KubernetesMemberClient:
             raise self._transport_error(exc) from exc
         if not 200 <= response.status <= 299:
             raise self._api_error("WATCH", path, response.status, response.data)
+        stream = WatchStream(response, self._transport_error, lambda: self._streams.discard(stream))
         with self._streams_lock:
-            self._streams.add(response)
-        try:
-            for line in iter_resp_lines(response):
-                if line:
-                    yield jsoncodec.loads(line)
-        except (urllib3.exceptions.HTTPError, OSError, AttributeError) as exc:
-            # AttributeError: urllib3 reading a response another thread shut down.
-            raise self._transport_error(exc) from exc
-        finally:
-            with self._streams_lock:
-                self._streams.discard(response)
-            response.release_conn()
+            self._streams.add(stream)
+        return stream
 
     def interrupt(self) -> None:
-        """End every open ``watch`` stream of this client (their readers see the stream end)."""
+        """Close every open ``watch`` stream of this client (when the client closes)."""
         with self._streams_lock:
             streams = list(self._streams)
-        for response in streams:
-            with contextlib.suppress(ValueError):  # shut down already, or its socket is gone
-                response.shutdown()
+        for stream in streams:
+            stream.close()
 
     def _collection_path(self, api_version: str, kind: str) -> str:
         plural, _ = self._discovery.resolve(api_version, kind, None)
@@ -345,6 +335,40 @@ class KubernetesMemberClient:
         prefix = f"/apis/{api_version}" if "/" in api_version else f"/api/{api_version}"
         scope = f"/namespaces/{namespace or 'default'}" if namespaced else ""
         return f"{prefix}{scope}/{plural}/{name}"
+
+
+class WatchStream:
+    """One open WATCH: iterating it yields its decoded events until the server ends it; ``close`` (from any
+    thread) cuts it, and the iteration then ends. A transport failure while reading is a ``MemberError``."""
+
+    def __init__(
+        self, response: Any, transport_error: Callable[[Exception], MemberError], forget: Callable[[], None]
+    ) -> None:
+        self._response = response
+        self._transport_error = transport_error
+        self._forget = forget
+        self._closed = False
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        try:
+            for line in iter_resp_lines(self._response):
+                if line:
+                    yield jsoncodec.loads(line)
+        except (urllib3.exceptions.HTTPError, OSError, AttributeError) as exc:
+            if self._closed:  # cut on purpose: the end of the stream
+                return
+            # AttributeError: urllib3 reading a response whose socket was shut down under it.
+            raise self._transport_error(exc) from exc
+        finally:
+            self._forget()
+            self._response.release_conn()
+
+    def close(self) -> None:
+        self._closed = True
+        # Shut down already, its socket gone, or its connection back in the pool (ValueError, OSError,
+        # RuntimeError): nothing left to cut.
+        with contextlib.suppress(ValueError, OSError, RuntimeError):
+            self._response.shutdown()
 
 
 def _applicable(manifest: dict[str, Any]) -> dict[str, Any]:

@@ -48,13 +48,19 @@ class WatchingClient(Protocol):
 
     def watch(
         self, api_version: str, kind: str, selector: str, resource_version: str, timeout_seconds: int
-    ) -> Iterator[dict[str, Any]]: ...
+    ) -> Stream: ...
 
-    def interrupt(self) -> None: ...
+
+class Stream(Protocol):
+    """An open WATCH: its events; ``close`` cuts it from another thread."""
+
+    def __iter__(self) -> Iterator[dict[str, Any]]: ...
+
+    def close(self) -> None: ...
 
 
 def can_watch(client: object) -> bool:
-    return all(hasattr(client, name) for name in ("list_for_watch", "watch", "interrupt", "closed"))
+    return all(hasattr(client, name) for name in ("list_for_watch", "watch", "closed"))
 
 
 class Expired(Exception):
@@ -92,6 +98,7 @@ class Informer(Generic[P]):
         self.refused: MemberError | None = None
         self.error: MemberError | None = None
         self._stopping = threading.Event()
+        self._stream: Stream | None = None  # the open WATCH, which ``stop`` cuts
         self._thread = threading.Thread(target=self._run, name=f"informer-{client.name}-{kind}", daemon=True)
 
     # --- what consumers read ----------------------------------------------------------------------
@@ -123,10 +130,12 @@ class Informer(Generic[P]):
         return self
 
     def stop(self) -> None:
-        """End the thread (an open stream is cut); returns at once."""
+        """End the thread (its open stream is cut, no other); returns at once."""
         self._stopping.set()
         self._synced = False
-        self.client.interrupt()
+        stream = self._stream
+        if stream is not None:
+            stream.close()
 
     def _running(self) -> bool:
         return not self._stopping.is_set() and not self.client.closed
@@ -182,9 +191,11 @@ class Informer(Generic[P]):
 
     def _watch(self, version: str) -> str:
         """One stream from ``version``; the resourceVersion it ends at."""
-        for event in self.client.watch(
-            self.api_version, self.kind, self.selector, version, self._watch_timeout
-        ):
+        stream = self.client.watch(self.api_version, self.kind, self.selector, version, self._watch_timeout)
+        self._stream = stream
+        if self._stopping.is_set():  # stopped while the stream was being opened
+            stream.close()
+        for event in stream:
             kind, obj = event.get("type"), event.get("object") or {}
             if kind == "ERROR":
                 code = obj.get("code")

@@ -12,6 +12,10 @@ Invariants (pure functions, no I/O):
 - ``nodeSummary`` counts all nodes and those whose Ready condition is True.
 - Pods can be summed a page at a time (``PodTotals``): a member's pods are never all in memory at once
   (a decoded pod is ~6 KB; 10,000 pods held at once were ~60 MB of this process's high-water mark).
+- A node or pod can be reduced to a small hashable *view* (``node_view``, ``pod_view``: what the summary
+  reads of it, for an informer to keep), and ``summarize_views`` over views counted by multiplicity gives
+  exactly what ``summarize`` gives over the objects: both go through the same rules (``_ready``,
+  ``_node_allocatable``, ``PodTotals.count``).
 """
 
 from __future__ import annotations
@@ -24,6 +28,9 @@ from typing import Any
 from federation.model.quantity import format_quantity, to_int, to_milli
 
 Amounts = dict[str, int]
+Requests = tuple[tuple[str, int], ...]  # amounts as sorted (resource, amount) pairs: hashable
+NodeView = tuple[Requests, bool]  # (allocatable, Ready is True)
+PodView = tuple[bool, bool, Requests]  # (bound to a node, Succeeded/Failed, requests)
 _BYTES = frozenset({"memory", "ephemeral-storage", "storage"})
 
 
@@ -71,11 +78,15 @@ def render(amounts: Mapping[str, int]) -> dict[str, str]:
     return out
 
 
+def _node_allocatable(node: Mapping[str, Any]) -> Amounts:
+    raw = (node.get("status") or {}).get("allocatable") or {}
+    return {n: _amount(n, v) for n, v in raw.items()}
+
+
 def allocatable(nodes: Iterable[Mapping[str, Any]]) -> Amounts:
     total: Amounts = {}
     for node in nodes:
-        raw = (node.get("status") or {}).get("allocatable") or {}
-        _add(total, {n: _amount(n, v) for n, v in raw.items()})
+        _add(total, _node_allocatable(node))
     return total
 
 
@@ -87,17 +98,16 @@ def _terminated(pod: Mapping[str, Any]) -> bool:
     return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
 
 
+def _ready(node: Mapping[str, Any]) -> bool:
+    return any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in (node.get("status") or {}).get("conditions") or []
+    )
+
+
 def node_summary(nodes: Iterable[Mapping[str, Any]]) -> dict[str, int]:
     node_list = list(nodes)
-    ready = sum(
-        1
-        for n in node_list
-        if any(
-            c.get("type") == "Ready" and c.get("status") == "True"
-            for c in (n.get("status") or {}).get("conditions") or []
-        )
-    )
-    return {"totalNum": len(node_list), "readyNum": ready}
+    return {"totalNum": len(node_list), "readyNum": sum(1 for n in node_list if _ready(n))}
 
 
 @dataclass
@@ -111,12 +121,18 @@ class PodTotals:
 
     def add(self, pods: Iterable[Mapping[str, Any]]) -> None:
         for pod in pods:
-            if not _bound(pod):
-                _add(self.allocating_requests, pod_requests(pod.get("spec") or {}))
-                self.allocating_pods += 1
-            elif not _terminated(pod):
-                _add(self.allocated_requests, pod_requests(pod.get("spec") or {}))
-                self.allocated_pods += 1
+            bound, terminated = _bound(pod), _terminated(pod)
+            if not (bound and terminated):  # a finished pod counts nowhere: its requests are not read
+                self.count(bound, terminated, pod_requests(pod.get("spec") or {}))
+
+    def count(self, bound: bool, terminated: bool, requests: Mapping[str, int], times: int = 1) -> None:
+        """``times`` pods alike: unbound ones are allocating, bound live ones allocated, the rest nothing."""
+        if not bound:
+            _add(self.allocating_requests, {n: a * times for n, a in requests.items()})
+            self.allocating_pods += times
+        elif not terminated:
+            _add(self.allocated_requests, {n: a * times for n, a in requests.items()})
+            self.allocated_pods += times
 
     @property
     def allocated(self) -> Amounts:
@@ -134,9 +150,43 @@ def summarize(nodes: Sequence[Mapping[str, Any]], pods: Iterable[Mapping[str, An
 
 
 def summarize_totals(nodes: Sequence[Mapping[str, Any]], pods: PodTotals) -> ClusterSummary:
+    return _summary(node_summary(nodes), allocatable(nodes), pods)
+
+
+def _summary(nodes: dict[str, int], capacity: Amounts, pods: PodTotals) -> ClusterSummary:
     resources = {
-        "allocatable": render(allocatable(nodes)),
+        "allocatable": render(capacity),
         "allocating": render(pods.allocating),
         "allocated": render(pods.allocated),
     }
-    return ClusterSummary(node_summary(nodes), resources)
+    return ClusterSummary(nodes, resources)
+
+
+# -- views: what an informer keeps of a node or a pod ------------------------------------------------
+
+
+def node_view(node: Mapping[str, Any]) -> NodeView:
+    return (tuple(sorted(_node_allocatable(node).items())), _ready(node))
+
+
+def pod_view(pod: Mapping[str, Any]) -> PodView:
+    bound, terminated = _bound(pod), _terminated(pod)
+    if bound and terminated:
+        # Counted nowhere: one view for all of them (a member's finished Jobs need no requests kept).
+        return (True, True, ())
+    return (bound, terminated, tuple(sorted(pod_requests(pod.get("spec") or {}).items())))
+
+
+def summarize_views(nodes: Mapping[NodeView, int], pods: Mapping[PodView, int]) -> ClusterSummary:
+    """``summarize`` over objects given as views, each with how many objects have it."""
+    capacity: Amounts = {}
+    for (amounts, _), times in nodes.items():
+        _add(capacity, {n: a * times for n, a in amounts})
+    counts = {
+        "totalNum": sum(nodes.values()),
+        "readyNum": sum(times for (_, ready), times in nodes.items() if ready),
+    }
+    totals = PodTotals()
+    for (bound, terminated, requests), times in pods.items():
+        totals.count(bound, terminated, dict(requests), times)
+    return _summary(counts, capacity, totals)

@@ -15,6 +15,7 @@ import pytest
 from sqlalchemy import update
 
 from federation.members.client import KubernetesMemberClient
+from federation.members.errors import MemberError
 from federation.sim import RunningSimulator, run_simulator_in_thread
 from federation.store.tables import WorkRow
 from federation.store.works import WorkRepository
@@ -215,3 +216,20 @@ def test_a_round_writes_the_changed_statuses_by_a_fixed_number_of_statements(
     # credentials; the rows to write; their revisions, change-log rows and one executemany UPDATE.
     assert log.count == 4 + 1 + 3, "\n".join(log.statements)
     assert statuses_ready(harness, WORKLOADS)
+
+
+def test_a_member_that_refuses_to_be_watched_is_read_by_list_rounds_and_not_asked_again(
+    harness: Harness, sim: RunningSimulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[str] = []
+
+    def refuse(self: KubernetesMemberClient, api_version: str, kind: str, *args: Any) -> str:
+        asked.append(kind)
+        raise MemberError(self.name, f"LIST {kind}: forbidden", kind="forbidden", status=403)
+
+    monkeypatch.setattr(KubernetesMemberClient, "list_for_watch", refuse)
+    add_workloads(harness, sim)
+    harness.until(lambda: statuses_ready(harness), what="every Work's statuses, by LIST rounds")
+    for _ in range(3):
+        harness.collector.reconcile()
+    assert sorted(asked) == ["ConfigMap", "Deployment"]  # once per kind, not once per round

@@ -45,20 +45,28 @@ class ScriptedClient:
         visit(items)
         return str(version)
 
-    def watch(
-        self, api_version: str, kind: str, selector: str, rv: str, timeout: int
-    ) -> Iterator[dict[str, Any]]:
+    def watch(self, api_version: str, kind: str, selector: str, rv: str, timeout: int) -> ScriptedStream:
         self.watched_from.append(rv)
-        while not self.closed:
-            event = self.events.get()
+        return ScriptedStream(self)
+
+
+class ScriptedStream:
+    """One WATCH: the client's queued events until ``END``; ``close`` ends it."""
+
+    def __init__(self, client: ScriptedClient) -> None:
+        self.client = client
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        while not self.client.closed:
+            event = self.client.events.get()
             if event is END:
                 return
             if isinstance(event, MemberError):
                 raise event
             yield event
 
-    def interrupt(self) -> None:
-        self.events.put(END)
+    def close(self) -> None:
+        self.client.events.put(END)
 
 
 def phase_of(o: dict[str, Any]) -> str:
