@@ -28,7 +28,7 @@ Invariants:
 from __future__ import annotations
 
 import logging
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -41,6 +41,7 @@ from federation.controllers.members_access import MemberAccess
 from federation.controllers.runtime import Clock, Outcome
 from federation.controllers.status_sightings import (
     Identity,
+    Kind,
     Observed,
     Sightings,
     Tracked,
@@ -89,6 +90,9 @@ class WorkStatusCollector:
     feed: ChangeFeed = field(default_factory=ChangeFeed)
     informed: StatusWatches = field(default_factory=StatusWatches)
     _tracked: dict[int, Tracked] = field(default_factory=dict)  # Work id → what a round needs of it
+    # Cluster → how many tracked manifests of each kind: a round decides which informers run without
+    # going over every tracked Work (woken by watches, rounds come often while members change).
+    _kinds: dict[str, Counter[Kind]] = field(default_factory=dict)
 
     def wake_with(self, wake: Callable[[str], None]) -> None:
         """The runner's ``wake``: an informer that sees a member object change runs the next round now."""
@@ -135,7 +139,8 @@ class WorkStatusCollector:
                 self._forget(work_id)
         for state in changed:
             self._track(state)
-        for work_id in [i for i, t in self._tracked.items() if t.cluster not in clusters]:
+        gone = set(self._kinds) - set(clusters)
+        for work_id in [i for i, t in self._tracked.items() if t.cluster in gone] if gone else []:
             self._forget(work_id)
         return {state.id for state in changed if state.id in self._tracked}
 
@@ -146,24 +151,26 @@ class WorkStatusCollector:
         manifests = tuple(Identity.of(m) for m in state.manifests)
         tracked = Tracked(interned(state.cluster), manifests, digest(state.manifest_statuses))
         self._tracked[state.id] = tracked
+        self._kinds.setdefault(tracked.cluster, Counter()).update(kind_of(i) for i in manifests)
         self.informed.index(state.id, tracked)
 
     def _forget(self, work_id: int) -> None:
         tracked = self._tracked.pop(work_id, None)
         if tracked is not None:
+            kinds = self._kinds[tracked.cluster]
+            kinds.subtract(kind_of(i) for i in tracked.manifests)
+            if not +kinds:  # no manifest of the cluster is tracked any more
+                del self._kinds[tracked.cluster]
             self.informed.unindex(work_id, tracked)
 
     def _observe(self, fresh: set[int]) -> list[Observed]:
         """What changed: the watched clusters' Works from their informers, the others' by LIST rounds."""
-        by_cluster: dict[str, list[tuple[int, Tracked]]] = defaultdict(list)
-        for work_id, work in self._tracked.items():
-            by_cluster[work.cluster].append((work_id, work))
-        clients = self.members.clients(list(by_cluster))  # every member's credentials in one read
+        clients = self.members.clients(list(self._kinds))  # every member's credentials in one read
         watched: dict[str, MemberClient] = {}
         refusing: set[str] = set()  # their informers stay, ended, so the refusal is not asked again
-        for cluster, works in by_cluster.items():
+        for cluster, counted in self._kinds.items():
             client = clients[cluster]
-            kinds = {kind_of(identity) for _, work in works for identity in work.manifests}
+            kinds = {kind for kind, count in counted.items() if count > 0}
             if not self.watch_members or isinstance(client, MemberError) or not can_watch(client):
                 continue
             if self.informed.refused(cluster, kinds, client):  # type: ignore[arg-type]
@@ -179,7 +186,11 @@ class WorkStatusCollector:
             if (tracked := self._tracked.get(work_id)) is not None and tracked.cluster in watched
         )
         observed = self.informed.observe(evaluate, watched)
-        listed = {c: ws for c, ws in by_cluster.items() if c not in watched}
+        listed: dict[str, list[tuple[int, Tracked]]] = defaultdict(list)
+        if len(watched) < len(self._kinds):  # the clusters read by LIST rounds: all their Works
+            for work_id, work in self._tracked.items():
+                if work.cluster not in watched:
+                    listed[work.cluster].append((work_id, work))
         return observed + (self._list_rounds(listed, clients) if listed else [])
 
     def _list_rounds(
