@@ -123,6 +123,10 @@ class ControllerSettings(Section):
     leader_lease_seconds: float = Field(15.0, gt=0)
     retry_backoff_initial_seconds: float = Field(1.0, gt=0)
     retry_backoff_max_seconds: float = Field(300.0, gt=0)
+    # `serve` on Postgres runs the controllers in a child process, so API requests never wait for the GIL
+    # behind a controller pass (``cli.controller_process``); false: in the serving process. SQLite: always
+    # in the serving process (one writer at a time).
+    separate_process: bool = True
 
 
 class FailoverSettings(Section):

@@ -61,7 +61,7 @@ def test_serve_tunes_the_collector_once_started(monkeypatch, tmp_path) -> None:
     order: list[str] = []
 
     class StartedProcess:
-        def __init__(self, settings, run_controllers: bool) -> None:
+        def __init__(self, settings, run_controllers: bool, controllers_apart: bool) -> None:
             self.settings = settings
 
         def request_stop(self, signum: int) -> None:  # pragma: no cover - no signal in this test

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import click
 
-from federation.cli import server
+from federation.cli import controller_process, server
 from federation.cli.context import CliContext, pass_cli
 from federation.cli.printers import render_rows
 from federation.cli.signals import stop_signals
@@ -100,7 +100,9 @@ def serve_command(
         level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
     )
     server.cap_malloc_arenas()
-    process = server.ServerProcess(settings, run_controllers=controllers)
+    process = server.ServerProcess(
+        settings, run_controllers=controllers, controllers_apart=controller_process.runs_apart(settings)
+    )
     # From here on SIGINT and SIGTERM stop the process cleanly and it exits 0, also while it starts (the
     # controllers, and with them the leader lease, start before it serves).
     with stop_signals(process.request_stop):

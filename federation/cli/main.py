@@ -42,6 +42,8 @@ SERVER_SIDE: dict[str, tuple[str, str]] = {
         "Run everything locally: SQLite, the API server, all controllers and simulated members, joined.",
     ),
 }
+# Commands a process starts for itself, never listed: the controllers' child process of `serve`.
+INTERNAL: dict[str, str] = {"controllers": "federation.cli.controller_process:controllers_command"}
 # Client verbs also take --kubeconfig/--context after the verb (`connection_options`, applied on loading).
 CLIENT_SIDE: dict[str, tuple[str, str]] = {
     "apply": (
@@ -115,6 +117,9 @@ class FederationGroup(click.Group):
         return sorted({*COMMANDS, *self.commands})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in INTERNAL:
+            module, attribute = INTERNAL[cmd_name].split(":")
+            self.add_command(getattr(importlib.import_module(module), attribute), cmd_name)
         if cmd_name not in self.commands and cmd_name in COMMANDS:
             module, attribute = COMMANDS[cmd_name][0].split(":")
             command: click.Command = getattr(importlib.import_module(module), attribute)

@@ -36,6 +36,7 @@ from fastapi import FastAPI
 from federation import gc_tuning
 from federation.api.app import ApiContext, create_app
 from federation.cli import serving
+from federation.cli.controller_process import ControllerProcess
 from federation.controllers.assembly import ControllerDeps, build_reconcilers
 from federation.controllers.members_access import MemberAccess
 from federation.controllers.runtime import (
@@ -118,6 +119,25 @@ def start_controllers(settings: Settings, uow: UnitOfWork, box: SecretBox) -> Co
     return runner
 
 
+def start_controllers_alone(settings: Settings) -> tuple[ControllerRunner, Callable[[], None]]:
+    """The controllers of a process that serves no API (``controller_process``): the database opened as
+    `serve` opens it (already migrated by the parent), the runner started; and what disposes the engine."""
+    box = secret_box(settings)
+    pool = settings.database
+    engine = make_engine(
+        settings.resolved_database_url(),
+        database_timeouts(settings),
+        pool_size=pool.pool_size,
+        max_overflow=pool.max_overflow,
+    )
+    try:
+        runner = start_controllers(settings, UnitOfWork.for_engine(engine, box), box)
+    except BaseException:
+        engine.dispose()
+        raise
+    return runner, engine.dispose
+
+
 def _ignore(_kind: str) -> None:
     """The notifier of an API server that runs without controllers."""
 
@@ -148,7 +168,10 @@ class ServerProcess:
     _sock: socket.socket | None = None
     api_context: ApiContext | None = None
     run_controllers: bool = True
+    # The controllers in a child process (``controller_process``; `serve` on Postgres), else in this one.
+    controllers_apart: bool = False
     runner: ControllerRunner | None = None
+    controller_process: ControllerProcess | None = None
     stop_hooks: list[Callable[[], None]] = field(default_factory=list)
     _stop_signal: int | None = None  # the signal that asked `run` to stop
     _stopping: bool = False  # the stop hooks are running
@@ -174,10 +197,16 @@ class ServerProcess:
         self.admin_token = bootstrap_admin_token(uow)
         self.kubeconfig_token = self.admin_token or serving.kept_admin_token(uow, self.kubeconfig_file)
         self.stop_hooks.append(engine.dispose)
-        if self.run_controllers:
+        notify: Callable[[str], None] = _ignore
+        if self.run_controllers and self.controllers_apart:
+            self.controller_process = ControllerProcess(self.settings)
+            self.controller_process.start()
+            self.stop_hooks.append(self.controller_process.stop)
+            notify = self.controller_process.wake
+        elif self.run_controllers:
             self.runner = start_controllers(self.settings, uow, box)
             self.stop_hooks.append(self.runner.stop)
-        notify = self.runner.wake if self.runner is not None else _ignore
+            notify = self.runner.wake
         self.api_context = ApiContext(self.settings, engine, uow, box, notify=notify)
         return self.api_context
 

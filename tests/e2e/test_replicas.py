@@ -1,9 +1,10 @@
 """Two real `federation serve` processes on one Postgres (issue 12, "Replicas and fencing").
 
-Both serve the API; one leads the controllers. The leader is SIGKILLed while it is placing and pushing a
-burst of workloads: the other process takes the lease over, drops the dead leader's claims and finishes
-the work, and the final state is exactly the expected one — every Deployment on both members with its
-share of replicas, one Work per binding and cluster, none lost and none twice.
+Both serve the API; one leads the controllers (each replica runs them in a child process of its own).
+The leader (both its processes) is SIGKILLed while it is placing and pushing a burst of workloads: the
+other replica takes the lease over, drops the dead leader's claims and finishes the work, and the final
+state is exactly the expected one — every Deployment on both members with its share of replicas, one
+Work per binding and cluster, none lost and none twice.
 
 A SIGTERMed leader stops cleanly instead: it exits 0 and releases its lease on the way out, so the other
 replica leads at its next try, long before that lease would have run out.
@@ -11,6 +12,7 @@ replica leads at its next try, long before that lease would have run out.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -88,7 +90,15 @@ class Replica:
             env.pop(name_, None)
         self.log = (tmp_path / f"{name}.log").open("w")
         command = [sys.executable, "-m", "federation", "serve", "--data-dir", str(self.data_dir), *args]
-        self.process = subprocess.Popen(command, env=env, stdout=self.log, stderr=subprocess.STDOUT)
+        # A session of its own: ``crash`` kills the replica's process group, its controllers' child too.
+        self.process = subprocess.Popen(
+            command, env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+    def crash(self) -> None:
+        """SIGKILL the whole replica (`serve` and its controllers' process), as a node that dies does."""
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
 
     def ready(self) -> bool:
         try:
@@ -108,6 +118,8 @@ class Replica:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)  # whatever a failed test left of the group
         self.log.close()
 
 
@@ -221,8 +233,7 @@ def test_sigkill_of_the_leader_hands_its_work_to_the_other_replica(
             for index in range(WORKLOADS):  # through the follower: every replica serves the API
                 put(http, DEPLOYMENTS, deployment(f"app{index:02d}", 2))
             wait_for(lambda: scheduled(http) > 0, timeout=DEADLINE, interval=0.05, what="the first placement")
-            first.process.send_signal(signal.SIGKILL)  # mid-burst: claims held, Works half written
-            first.process.wait()
+            first.crash()  # mid-burst: claims held, Works half written
             assert leader(database) == first_leader  # its lease outlives it ...
             wait_for(
                 lambda: leader(database) not in (None, first_leader),
@@ -309,8 +320,7 @@ def test_an_api_only_replica_serves_writes_that_the_controller_replica_carries_o
             held = leader_lease(database)
             assert held.holder is not None and held.expires_at is not None
             run_out = held.expires_at + timedelta(seconds=LEASE_SECONDS)
-            controllers.process.send_signal(signal.SIGKILL)
-            controllers.process.wait()
+            controllers.crash()
             # Past the dead leader's lease and a few of the lease job's tries (every lease/3 s) it would make:
             # the API replica has no lease job, so the lease stays the dead one's.
             wait_for(

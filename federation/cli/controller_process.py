@@ -1,0 +1,215 @@
+"""A `serve`'s controllers in a process of their own, so the API never waits behind a controller pass.
+
+Why: in one process the API's request threads and the controllers' passes share one GIL. A request
+that comes back from a database round trip waits for whichever controller thread holds the GIL, once per
+round trip, so under load a write of four statements took 140-270 ms at the median where it needs ~4 ms
+of CPU (bench/RESULTS.md, "The controllers in a process of their own"). With the controllers in a child
+process the API answers from a process that does nothing else.
+
+How: ``ControllerProcess`` (in `serve`) starts ``federation controllers --wake-fd N`` with the settings as
+JSON on its stdin, and keeps the write end of a pipe whose read end the child holds. The API's write
+notifications (``ApiContext.notify``) become lines on that pipe (``wake``), and the child wakes the
+controllers that watch the kind, as the in-process runner did: a write is picked up at once, not at the
+next interval tick.
+
+Invariants:
+- The pipe is the child's lifeline: end of file (the parent stopped, or died of SIGKILL) stops the child
+  as SIGTERM does: passes finish, the leader lease is released, so another replica leads at its next try.
+  No controller process outlives its `serve`.
+- A wake never blocks the API: the pipe is non-blocking and a wake that does not fit is dropped (the
+  child is busy; its interval tick and idle probe find the write anyway).
+- A child that exits on its own (a crash, SIGKILL) is started again after a back-off (1 s doubling to
+  30 s, back to 1 s once a child ran a minute); it takes the lease when the dead one's runs out.
+- `stop` closes the pipe and waits ``stop_seconds`` for the child, then kills it.
+- The child runs no migration and creates no token: the parent did both before starting it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import click
+
+from federation.cli.signals import stop_signals
+from federation.settings import Settings
+
+log = logging.getLogger(__name__)
+
+# The child's argv before ``controllers --wake-fd N`` (a benchmark prefixes its instrumentation here).
+CHILD_COMMAND: list[str] = [sys.executable, "-m", "federation"]
+RESTART_BACKOFF_INITIAL = 1.0
+RESTART_BACKOFF_MAX = 30.0
+STABLE_SECONDS = 60.0  # a child that ran this long resets the back-off
+STOP_SECONDS = 60.0
+
+
+def runs_apart(settings: Settings) -> bool:
+    """Whether `serve` runs its controllers in a child process: on Postgres when the settings say so.
+    SQLite lets one writer in at a time, so two processes on one file would only queue behind each other."""
+    return settings.controllers.separate_process and settings.resolved_database_url().startswith("postgresql")
+
+
+@dataclass
+class ControllerProcess:
+    """The parent's handle on its controllers' child process."""
+
+    settings: Settings
+    stop_seconds: float = STOP_SECONDS
+    backoff_initial: float = RESTART_BACKOFF_INITIAL
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+    _child: subprocess.Popen[bytes] | None = field(default=None, init=False)
+    _wake_fd: int | None = field(default=None, init=False)
+    _stopping: threading.Event = field(default_factory=threading.Event, init=False)
+    _monitor: threading.Thread | None = field(default=None, init=False)
+    restarts: int = field(default=0, init=False)
+
+    @property
+    def pid(self) -> int | None:
+        child = self._child
+        return None if child is None else child.pid
+
+    def start(self) -> None:
+        self._spawn()
+        self._monitor = threading.Thread(target=self._watch, name="controller-process", daemon=True)
+        self._monitor.start()
+
+    def wake(self, kind: str) -> None:
+        """Tell the child that ``kind`` was written (``ApiContext.notify``); never blocks."""
+        fd = self._wake_fd
+        if fd is None:
+            return
+        # Busy (the pipe is full) or restarting: the child's tick finds the write. A line is shorter than
+        # PIPE_BUF, so it is written whole or not at all.
+        with contextlib.suppress(OSError):
+            os.write(fd, kind.encode() + b"\n")
+
+    def stop(self) -> None:
+        self._stopping.set()
+        with self._lock:
+            child, self._child = self._child, None
+            self._close_pipe()
+        if child is not None:
+            _end(child, self.stop_seconds)
+        if self._monitor is not None:
+            self._monitor.join(timeout=5)
+
+    def _spawn(self) -> None:
+        read_fd, write_fd = os.pipe()
+        try:
+            os.set_blocking(write_fd, False)
+            command = [*CHILD_COMMAND, "controllers", "--wake-fd", str(read_fd)]
+            child = subprocess.Popen(command, stdin=subprocess.PIPE, pass_fds=(read_fd,))
+        except BaseException:
+            os.close(write_fd)
+            raise
+        finally:
+            os.close(read_fd)
+        assert child.stdin is not None
+        try:
+            child.stdin.write(self.settings.model_dump_json().encode())
+            child.stdin.close()
+        except OSError:
+            pass  # it died at once: the monitor sees it exit and starts another
+        with self._lock:
+            stopping = self._stopping.is_set()  # a stop that came while this child was starting
+            if not stopping:
+                self._close_pipe()
+                self._child, self._wake_fd = child, write_fd
+        if stopping:
+            os.close(write_fd)
+            _end(child, self.stop_seconds)
+            return
+        log.info("controllers: started in process %d", child.pid)
+
+    def _close_pipe(self) -> None:
+        if self._wake_fd is not None:
+            os.close(self._wake_fd)
+            self._wake_fd = None
+
+    def _watch(self) -> None:
+        backoff = self.backoff_initial
+        while not self._stopping.is_set():
+            child = self._child
+            if child is None:
+                return
+            started = time.monotonic()
+            code = child.wait()
+            if self._stopping.is_set():
+                return
+            if time.monotonic() - started >= STABLE_SECONDS:
+                backoff = self.backoff_initial
+            log.error(
+                "controllers: process %d exited with %s; starting another in %.0f s", child.pid, code, backoff
+            )
+            if self._stopping.wait(backoff):
+                return
+            backoff = min(backoff * 2, RESTART_BACKOFF_MAX)
+            self.restarts += 1
+            self._spawn()
+
+
+def _end(child: subprocess.Popen[bytes], seconds: float) -> None:
+    """Wait for a child whose pipe was closed; kill it when it takes longer than ``seconds``."""
+    try:
+        child.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        log.error("controllers: process %d did not stop within %.0f s; killing it", child.pid, seconds)
+        child.kill()
+        child.wait()
+
+
+# --- the child ------------------------------------------------------------------------------------------
+
+
+@click.command("controllers", hidden=True)
+@click.option("--wake-fd", type=int, required=True, help="The read end of the parent's wake pipe.")
+def controllers_command(wake_fd: int) -> None:
+    """Run the controllers of the `serve` that started this process (settings as JSON on stdin)."""
+    from federation.cli import server
+    from federation.cli.cmd_server import configure_logging
+
+    settings = Settings.model_validate_json(sys.stdin.buffer.read())
+    configure_logging(settings.log_level)
+    server.cap_malloc_arenas()
+    stopped = threading.Event()
+    with stop_signals(lambda _signum: stopped.set()):
+        runner, dispose = server.start_controllers_alone(settings)
+        try:
+            server.tune_collector(settings)
+            reader = threading.Thread(
+                target=_follow_wakes, args=(wake_fd, runner.wake, stopped), name="wakes", daemon=True
+            )
+            reader.start()
+            while not stopped.wait(0.5):  # timed: the main thread gets back to run a signal handler
+                continue
+            log.info("controllers: stopping")
+        finally:
+            try:
+                runner.stop()
+            finally:
+                dispose()
+    log.info("controllers: stopped")
+
+
+def _follow_wakes(fd: int, wake: Callable[[str], None], stopped: threading.Event) -> None:
+    """Wake the controllers for each kind the parent writes; end of file means the parent is gone."""
+    pending = b""
+    with os.fdopen(fd, "rb", buffering=0) as pipe:
+        while True:
+            chunk = pipe.read(4096)
+            if not chunk:
+                break
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for kind in dict.fromkeys(lines):  # a burst of writes wakes each kind once
+                if kind:
+                    wake(kind.decode())
+    stopped.set()

@@ -1,0 +1,193 @@
+"""`serve` on Postgres runs its controllers in a child process (``cli.controller_process``): API writes
+wake them across the pipe, the child never outlives its `serve`, and a child that dies is started again.
+Real `serve` processes; the wake-pipe reader and the non-blocking wake are also tested alone."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from federation.cli import controller_process
+from federation.cli.controller_process import ControllerProcess, _follow_wakes
+from federation.settings import Settings
+from federation.store.crypto import generate_key
+from tests.e2e.test_replicas import Replica, database, leader, leader_lease  # noqa: F401 (fixture)
+from tests.e2e.test_three_members import DEPLOYMENTS, POLICIES, put
+from tests.members.helpers import deployment, wait_for
+
+DEADLINE = 60.0
+# Intervals far longer than the waits below: only a wake through the pipe can explain a quick placement.
+SLOW = {
+    "SCHEDULER_INTERVAL_SECONDS": "120",
+    "EXECUTION_INTERVAL_SECONDS": "120",
+    "WORK_SYNC_INTERVAL_SECONDS": "120",
+    "DETECTOR_INTERVAL_SECONDS": "120",
+    "LEADER_LEASE_SECONDS": "3",
+    "CLAIM_LEASE_SECONDS": "3",
+}
+
+
+def children(pid: int) -> list[int]:
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        text = (task / "children").read_text().split()
+        found.extend(int(child) for child in text)
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = Path(f"/proc/{pid}/status").read_text()
+    return "State:\tZ" not in status
+
+
+def bindings(http: httpx.Client) -> int:
+    listed = http.get("/apis/work.karmada.io/v1alpha2/namespaces/default/resourcebindings").json()
+    return len(listed["items"])
+
+
+def policy() -> dict:
+    return {
+        "apiVersion": "policy.karmada.io/v1alpha1",
+        "kind": "PropagationPolicy",
+        "metadata": {"name": "all", "namespace": "default"},
+        "spec": {
+            "resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment"}],
+            "placement": {"clusterAffinity": {"clusterNames": ["member1"]}},
+        },
+    }
+
+
+def leading(replica: Replica, database_url: str) -> None:
+    """Until the replica serves and its controllers' child holds the leader lease."""
+    wait_for(replica.ready, timeout=DEADLINE, interval=0.1, what="serve to be ready")
+    wait_for(lambda: leader(database_url), timeout=DEADLINE, interval=0.1, what="the child to lead")
+
+
+@pytest.mark.postgres
+def test_an_api_write_wakes_the_controllers_in_their_own_process(tmp_path: Path, database: str) -> None:  # noqa: F811
+    replica = Replica(tmp_path, "one", database, generate_key().decode(), SLOW)
+    try:
+        wait_for(replica.ready, timeout=DEADLINE, interval=0.1, what="serve to be ready")
+        wait_for(lambda: children(replica.process.pid), timeout=DEADLINE, interval=0.1, what="the child")
+        (child,) = children(replica.process.pid)
+        assert "controllers" in Path(f"/proc/{child}/cmdline").read_text()
+        wait_for(lambda: leader(database), timeout=DEADLINE, interval=0.1, what="the child to lead")
+        headers = {"Authorization": f"Bearer {replica.admin_token()}"}
+        with httpx.Client(base_url=replica.url, headers=headers, timeout=30) as http:
+            time.sleep(1.0)  # past the controllers' first passes: the next tick is 120 s away
+            put(http, POLICIES, policy())
+            put(http, DEPLOYMENTS, deployment("woken", 1))
+            # The detector (and nothing else) makes the binding: woken through the pipe, not by its tick.
+            wait_for(lambda: bindings(http) == 1, timeout=15, interval=0.1, what="the binding")
+    finally:
+        replica.stop()
+    log = (tmp_path / "one.log").read_text()
+    assert "Traceback" not in log
+
+
+@pytest.mark.postgres
+def test_the_child_ends_with_its_serve_even_when_serve_is_sigkilled(tmp_path: Path, database: str) -> None:  # noqa: F811
+    replica = Replica(tmp_path, "one", database, generate_key().decode(), SLOW)
+    try:
+        leading(replica, database)
+        (child,) = children(replica.process.pid)
+        held = leader_lease(database)
+        replica.process.send_signal(signal.SIGKILL)  # serve alone: its child sees the pipe close
+        replica.process.wait()
+        wait_for(lambda: not alive(child), timeout=DEADLINE, interval=0.1, what="the child to end")
+        released = leader_lease(database)
+        assert released.holder is None  # released on its way out, not left to run out
+        assert released.expires_at is not None and held.expires_at is not None
+        assert released.expires_at < held.expires_at
+    finally:
+        replica.stop()
+    log = (tmp_path / "one.log").read_text()
+    assert "controllers: stopped" in log and "Traceback" not in log
+
+
+@pytest.mark.postgres
+def test_a_child_that_dies_is_started_again_and_leads_again(tmp_path: Path, database: str) -> None:  # noqa: F811
+    replica = Replica(tmp_path, "one", database, generate_key().decode(), SLOW)
+    try:
+        leading(replica, database)
+        (first,) = children(replica.process.pid)
+        dead_leader = leader(database)
+        os.kill(first, signal.SIGKILL)
+        wait_for(
+            lambda: [c for c in children(replica.process.pid) if c != first and alive(c)],
+            timeout=DEADLINE,
+            interval=0.1,
+            what="another child",
+        )
+        wait_for(
+            lambda: leader(database) not in (None, dead_leader),
+            timeout=DEADLINE,
+            interval=0.2,
+            what="the new child to take the lease when the dead one's runs out",
+        )
+        assert replica.ready()  # the API served throughout
+        replica.process.send_signal(signal.SIGTERM)
+        assert replica.process.wait(timeout=DEADLINE) == 0
+        assert leader_lease(database).holder is None
+    finally:
+        replica.stop()
+    log = (tmp_path / "one.log").read_text()
+    assert f"process {first} exited with -9; starting another" in log and "Traceback" not in log
+
+
+def test_a_serve_on_sqlite_keeps_its_controllers_in_process(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path)
+    assert not controller_process.runs_apart(settings)
+    postgres = settings.model_copy(update={"database_url": "postgresql+psycopg://x@127.0.0.1/db"})
+    assert controller_process.runs_apart(postgres)
+    off = postgres.model_copy(
+        update={"controllers": postgres.controllers.model_copy(update={"separate_process": False})}
+    )
+    assert not controller_process.runs_apart(off)
+
+
+def test_the_wake_reader_wakes_each_kind_once_per_read_and_stops_at_end_of_file() -> None:
+    read_fd, write_fd = os.pipe()
+    woken: list[str] = []
+    stopped = threading.Event()
+    reader = threading.Thread(target=_follow_wakes, args=(read_fd, woken.append, stopped))
+    os.write(write_fd, b"Deployment\nDeployment\nPropagationP")  # a line cut across two reads
+    reader.start()
+    wait_for(lambda: woken == ["Deployment"], timeout=5, interval=0.01, what="the first wake")
+    os.write(write_fd, b"olicy\n")
+    wait_for(lambda: woken == ["Deployment", "PropagationPolicy"], timeout=5, interval=0.01, what="the rest")
+    assert not stopped.is_set()
+    os.close(write_fd)  # the parent is gone
+    reader.join(timeout=5)
+    assert stopped.is_set() and not reader.is_alive()
+
+
+def test_a_wake_never_blocks_when_the_child_does_not_read(tmp_path: Path) -> None:
+    handle = ControllerProcess(Settings(data_dir=tmp_path))
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(write_fd, False)
+    handle._wake_fd = write_fd
+    try:
+
+        def flood() -> None:
+            for _ in range(20_000):  # ~340 KB: more than a pipe holds
+                handle.wake("ResourceTemplate")
+
+        writer = threading.Thread(target=flood, daemon=True)
+        writer.start()
+        writer.join(timeout=60)
+        assert not writer.is_alive()  # on a blocking pipe it would wait for a reader forever
+        assert len(os.read(read_fd, 1 << 20)) < 20_000 * len(b"ResourceTemplate\n")  # the rest was dropped
+    finally:
+        os.close(read_fd)
+        os.close(write_fd)
