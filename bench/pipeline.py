@@ -59,12 +59,18 @@ VmRSS from before the first write to after the idle window, scaled to 10,000 bin
 statements (counted in each server, see below), SQL transactions and rows written (pg_stat_database), member
 calls (counted at the members), server CPU (``/proc``); every server process counts, the API replicas too
 (they do the API work), and with ``--lease-clusters`` so does the lease load (its statements are labelled
-``cluster-lease-renewal``). Breakdowns per controller (runs, thread CPU, statements, commits), per member
-request shape (calls and the member's mean time to answer), and the CPU of the members, are in the JSON too;
-per-replica lists are in the order of ``replica_names``, and ``server_cpu_s_by_role`` adds up the timed
-phase's CPU of the ``serve`` and the ``api`` replicas. The run's shape: ``replicas_of_serve``,
-``api_replicas``, ``lease_clusters``, ``lease_interval_seconds``. A run that does not converge within
-``--timeout`` prints what it reached (``timed_out``, the counts) and exits 1.
+``cluster-lease-renewal``). A replica is its ``serve`` process and, where ``serve`` runs its controllers in a
+child process (Postgres, ``controllers.separate_process``), that child too: its statements, commits and
+controller tallies, CPU (a restarted child's predecessors included) and VmRSS are added to the replica's
+(``rss_mb`` and the growth are the sums), the split in ``server_cpu_s_by_process``,
+``idle_cpu_percent_by_process``, ``cold_start_cpu_s_by_process`` (``parent``, ``child``) and
+``rss_mb_by_process`` ([serve, child or null] per replica); ``controller_processes_per_replica`` counts the
+children that reported over the run (one per start; more: restarts). Breakdowns per controller (runs, thread
+CPU, statements, commits), per member request shape (calls and the member's mean time to answer), and the CPU
+of the members, are in the JSON too; per-replica lists are in the order of ``replica_names``, and
+``server_cpu_s_by_role`` adds up the timed phase's CPU of the ``serve`` and the ``api`` replicas. The run's
+shape: ``replicas_of_serve``, ``api_replicas``, ``lease_clusters``, ``lease_interval_seconds``. A run that
+does not converge within ``--timeout`` prints what it reached (``timed_out``, the counts) and exits 1.
 
 The cold start's figures carry the CPU spent over it by the servers (``cold_start_cpu_s``) and by the
 members (``cold_start_members_cpu_s``), and ``cold_start_timeline``: per second, the servers' CPU (percent
@@ -74,7 +80,8 @@ SQL statements: ``pg_stat_statements`` needs ``shared_preload_libraries``, which
 restarted for, so each server process is started through ``instrumented_serve``: ``python -m federation``
 unchanged, plus a SQLAlchemy ``before_cursor_execute`` listener and a wrapper around the controller runner's
 job method that labels each statement with the controller that ran it and adds up the controllers' thread
-CPU. Transaction control (BEGIN/COMMIT/SAVEPOINT/RELEASE) is left out, as in ``bench_failover.py``.
+CPU; ``serve`` starts its controller process through it too (``CHILD_COMMAND``), which counts into a file of
+its own. Transaction control (BEGIN/COMMIT/SAVEPOINT/RELEASE) is left out, as in ``bench_failover.py``.
 
 This file is the command line; the benchmark is in ``pipeline_bench/`` beside it (its ``__init__`` says
 which module does what).

@@ -1,8 +1,9 @@
 """The modules of the pipeline benchmark (``bench/pipeline.py``, its entry point and documentation).
 
-- ``instrumentation``: inside each ``serve`` process: statements, commits and controller runs counted
+- ``instrumentation``: inside each ``serve`` process and its controller process: statements, commits and
+  controller runs counted
 - ``members``: the simulated member clusters, each a process counting the requests it answers
-- ``servers``: the ``serve`` processes (start, readiness, CPU, RSS, stop)
+- ``servers``: the ``serve`` processes and their children (start, readiness, CPU, RSS, stop)
 - ``processes``: what both kinds of process share (free ports, ``/proc`` CPU, waiting, entry commands)
 - ``database``: scratch and benchmark databases, ``pgbench``, ``pg_stat_database``
 - ``progress``: the milestones, polled from the benchmark database

@@ -75,7 +75,8 @@ class ColdStart:
                 previous = sample
         return rows
 
-    def result(self, stopped: list[float | None], rss: list[float]) -> dict[str, Any]:
+    def result(self, stopped: list[float | None], rss: list[tuple[float, float | None]]) -> dict[str, Any]:
+        """``rss``: per replica, VmRSS of the serve process and of its children (None: none)."""
         total = between(self.history[0], self.history[-1]) if len(self.history) > 1 else None
         return {
             "stop_seconds": stopped,
@@ -84,7 +85,13 @@ class ColdStart:
             "controllers_ran_seconds": self.since_start(self.controllers_at),
             "cpu_limit_percent": round(self.cpu_limit, 1),
             "rows_written_limit_per_s": round(self.rows_limit, 1),
-            "rss_mb": rss,
+            "rss_mb": [round(own + (children or 0.0), 1) for own, children in rss],
+            "rss_mb_by_process": rss_pairs(rss),
             "window": total,
             "timeline": self.timeline(),
         }
+
+
+def rss_pairs(rss: list[tuple[float, float | None]]) -> list[list[float | None]]:
+    """Per replica: [the serve process's VmRSS, its children's (None: none)], MB, rounded."""
+    return [[round(own, 1), None if children is None else round(children, 1)] for own, children in rss]

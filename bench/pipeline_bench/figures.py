@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from .cold_start import rss_pairs
 from .database import DbStats
 from .leases import LeaseRenewals
 from .workload import Writes, percentile
@@ -97,6 +98,8 @@ def pipeline_figures(bench: Bench, run: dict[str, Any]) -> dict[str, Any]:
         "controllers": window["controllers"],
         "server_cpu_s_per_replica": window["cpu_s_per_replica"],
         "server_cpu_s_by_role": cpu_by_role,
+        "server_cpu_s_by_process": window["cpu_s_by_process"],
+        "controller_processes_per_replica": [len(r.controller_pids) for r in bench.replicas],
         "members_cpu_s": window["members_cpu_s"],
         "bench_process_cpu_s": window["bench_process_cpu_s"],
     }
@@ -110,17 +113,26 @@ def idle_figures(
         names = ("rss_mb_per_10k_bindings", "idle_cpu_percent", "idle_queries_per_s", "cold_start_seconds")
         return dict.fromkeys(names)
     seconds = idle["seconds"]
-    growth = [a - b for a, b in zip(run["rss_after"], run["rss_before"], strict=True)]
+    before, after = (_rss_sums(run[key]) for key in ("rss_before", "rss_after"))
+    growth = [a - b for a, b in zip(after, before, strict=True)]
     window = cold["window"]
     return {
         "rss_mb_per_10k_bindings": round(max(growth) * 10_000 / run["goals"]["bindings"], 1),
         "rss_mb": {
-            "before_writes": [round(v, 1) for v in run["rss_before"]],
-            "after_idle": [round(v, 1) for v in run["rss_after"]],
+            "before_writes": [round(v, 1) for v in before],
+            "after_idle": [round(v, 1) for v in after],
             "after_cold_start": cold["rss_mb"],
+        },
+        "rss_mb_by_process": {
+            "before_writes": rss_pairs(run["rss_before"]),
+            "after_idle": rss_pairs(run["rss_after"]),
+            "after_cold_start": cold["rss_mb_by_process"],
         },
         "idle_cpu_percent": round(100 * idle["cpu_s"] / seconds, 1),
         "idle_cpu_percent_per_replica": [round(100 * c / seconds, 1) for c in idle["cpu_s_per_replica"]],
+        "idle_cpu_percent_by_process": {
+            k: round(100 * v / seconds, 1) for k, v in idle["cpu_s_by_process"].items()
+        },
         "idle_queries_per_s": _rate(idle["db"].transactions, seconds),
         "idle_queries_are": "pg_stat_database xact_commit + xact_rollback of the benchmark database per s",
         "idle_statements_per_s": _rate(idle["statements"], seconds),
@@ -135,6 +147,7 @@ def idle_figures(
         "cold_start_controllers_ran_seconds": cold["controllers_ran_seconds"],
         "cold_start_member_calls": None if window is None else window["member_calls"],
         "cold_start_cpu_s": None if window is None else round(window["cpu_s"], 2),
+        "cold_start_cpu_s_by_process": None if window is None else window["cpu_s_by_process"],
         "cold_start_members_cpu_s": None if window is None else window["members_cpu_s"],
         "cold_start_statements": None if window is None else window["statements"],
         "cold_start_statements_by_label": None if window is None else window["statements_by_label"],
@@ -142,6 +155,11 @@ def idle_figures(
         "cold_start_timeline": cold["timeline"],
         "stop_seconds": cold["stop_seconds"],
     }
+
+
+def _rss_sums(rss: list[tuple[float, float | None]]) -> list[float]:
+    """Per replica: VmRSS of its serve process and its children (the controller process) together."""
+    return [own + (children or 0.0) for own, children in rss]
 
 
 def report(result: dict[str, Any]) -> str:
@@ -174,4 +192,5 @@ def report(result: dict[str, Any]) -> str:
             f"{result['lease_put_failures']} failed"
         )
     lines.append(f"  per binding: {json.dumps(result['per_binding'])}")
+    lines.append(f"  server CPU s by process: {json.dumps(result['server_cpu_s_by_process'])}")
     return "\n".join(lines)

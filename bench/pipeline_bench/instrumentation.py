@@ -4,6 +4,14 @@ SQLAlchemy listeners, and the controllers' runs and thread CPU by a wrapper arou
 written as JSON to the file ``PIPELINE_BENCH_COUNTS`` names. ``pg_stat_statements`` would need
 ``shared_preload_libraries``, which a shared server cannot be restarted for.
 
+Where ``serve`` runs its controllers in a child process of its own (``federation.cli.controller_process``,
+Postgres with ``controllers.separate_process``), that child is started through ``instrumented_serve`` too
+(``CHILD_COMMAND`` pointed at it) and writes its counters to a file of its own beside the parent's
+(``child_counts_path``). A child that the parent restarts takes over what its predecessor's file held, so
+the file stays cumulative (less what the predecessor counted after its last write, at most half a second's
+worth when it was killed); ``pids`` lists every child that wrote it. A commit without that module (a
+benchmark anchor) runs its controllers in the one process, counted as before.
+
 Only the standard library at import: this module is imported before ``federation`` runs.
 """
 
@@ -22,6 +30,14 @@ from pathlib import Path
 from typing import Any
 
 COUNTS_ENV = "PIPELINE_BENCH_COUNTS"
+# Set by a ``serve`` process for the controller process it starts: that child's counters are its own.
+ROLE_ENV = "PIPELINE_BENCH_ROLE"
+CONTROLLERS_ROLE = "controllers"
+
+
+def child_counts_path(path: Path) -> Path:
+    """Where the controller process of the ``serve`` process counting into ``path`` counts."""
+    return path.with_name(path.name.removesuffix(".json") + ".controllers.json")
 
 
 @dataclass
@@ -39,21 +55,37 @@ class ProcessCounters:
     """SQL statements and transactions per label (the controller running, or api/lease/other), and the
     controllers' runs; written as JSON to a file that the benchmark reads, twice a second and at exit."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, serves_api: bool = True) -> None:
         self.path = path
+        self.serves_api = serves_api  # False in a controller process: its main thread is no API
         self._lock = threading.Lock()
         self._local = threading.local()
         self.statements: dict[str, dict[str, int]] = {}
         self.commits: dict[str, int] = {}
         self.rollbacks: dict[str, int] = {}
         self.controllers: dict[str, ControllerTally] = {}
+        self.pids = [os.getpid()]
+
+    def carry_over(self) -> None:
+        """Start from what a previous process left in the same file (a restarted controller process)."""
+        try:
+            previous = json.loads(self.path.read_text())
+        except (FileNotFoundError, json.JSONDecodeError):
+            return
+        if previous.get("pid") == os.getpid():
+            return
+        self.statements = {k: dict(v) for k, v in previous.get("statements", {}).items()}
+        self.commits = dict(previous.get("commits", {}))
+        self.rollbacks = dict(previous.get("rollbacks", {}))
+        self.controllers = {k: ControllerTally(**v) for k, v in previous.get("controllers", {}).items()}
+        self.pids = [*previous.get("pids", [previous.get("pid")]), os.getpid()]
 
     def label(self) -> str:
         phase: str | None = getattr(self._local, "phase", None)
         if phase:
             return phase
         name = threading.current_thread().name
-        if name == "MainThread" or name.startswith("AnyIO worker"):
+        if self.serves_api and (name == "MainThread" or name.startswith("AnyIO worker")):
             return "api"
         return "other:" + name.rstrip("0123456789_-")
 
@@ -102,6 +134,7 @@ class ProcessCounters:
         with self._lock:
             return {
                 "pid": os.getpid(),
+                "pids": list(self.pids),
                 "statements": {k: dict(v) for k, v in self.statements.items()},
                 "commits": dict(self.commits),
                 "rollbacks": dict(self.rollbacks),
@@ -109,7 +142,7 @@ class ProcessCounters:
             }
 
     def dump(self) -> None:
-        scratch = self.path.with_suffix(".tmp")
+        scratch = self.path.with_name(self.path.name + ".tmp")
         scratch.write_text(json.dumps(self.snapshot()))
         os.replace(scratch, self.path)
 
@@ -148,7 +181,7 @@ class _TrackedReconciler:
             )
 
 
-def _install(counters: ProcessCounters) -> None:
+def _install(counters: ProcessCounters, api: bool = True) -> None:
     from sqlalchemy import event
     from sqlalchemy.engine import Engine
 
@@ -168,6 +201,8 @@ def _install(counters: ProcessCounters) -> None:
         original = getattr(runner, method, None)
         if original is not None:
             setattr(runner, method, _labelled(original, label, counters))
+    if not api:  # a controller process: it serves no API (nor imports it for the bench's sake)
+        return
     # The agents' heartbeats (``--lease-clusters``) apart from the rest of the API's statements.
     from federation.api import agent
 
@@ -184,13 +219,45 @@ def _labelled(method: Callable[..., Any], label: str, counters: ProcessCounters)
     return wrapper
 
 
+def _instrument_controller_process(counts: Path) -> None:
+    """In a ``serve`` process: the controller process it may start runs ``instrumented_serve`` too, counting
+    into a file of its own (and, with ``--heap-dir``, answering heap requests in a directory of its own).
+    Nothing changes for a commit without ``federation.cli.controller_process``."""
+    try:
+        from federation.cli import controller_process
+    except ImportError:
+        return
+    from .heap import HEAP_DIR_ENV
+    from .processes import entry_command
+
+    entry = entry_command("instrumentation", "instrumented_serve")
+    command: Any = getattr(controller_process, "CHILD_COMMAND", None)
+    if isinstance(command, list):
+        command[:] = entry  # in place: also for a module that imported the list itself
+    else:
+        controller_process.CHILD_COMMAND = entry
+    # Read once by this process already (its counters, its heap thread); what the children inherit.
+    os.environ[COUNTS_ENV] = str(child_counts_path(counts))
+    os.environ[ROLE_ENV] = CONTROLLERS_ROLE
+    heap_dir = os.environ.get(HEAP_DIR_ENV)
+    if heap_dir:
+        os.environ[HEAP_DIR_ENV] = str(Path(heap_dir) / CONTROLLERS_ROLE)
+
+
 def instrumented_serve() -> None:
-    """``python -m federation`` (argv as given) with the counters installed; the subprocess entry point."""
+    """``python -m federation`` (argv as given) with the counters installed; the subprocess entry point, of
+    ``serve`` and of the controller process ``serve`` starts."""
     from .heap import install_from_env
 
     install_from_env()  # tracemalloc and heap reports on request, with --heap-dir only
-    counters = ProcessCounters(Path(os.environ[COUNTS_ENV]))
-    _install(counters)
+    child = os.environ.get(ROLE_ENV) == CONTROLLERS_ROLE
+    counts = Path(os.environ[COUNTS_ENV])
+    counters = ProcessCounters(counts, serves_api=not child)
+    if child:
+        counters.carry_over()
+    _install(counters, api=not child)
+    if not child:
+        _instrument_controller_process(counts)
     threading.Thread(target=counters.dump_every, args=(0.5,), name="bench-counters", daemon=True).start()
     atexit.register(counters.dump)
     runpy.run_module("federation", run_name="__main__", alter_sys=True)

@@ -1,5 +1,7 @@
 """Samples of every counter at one moment (server CPU, pg_stat_database, the servers' statement and
-controller counters, the members' calls) and what happened between two samples."""
+controller counters, the members' calls) and what happened between two samples. A server is its ``serve``
+process and its children (the controller process, where the controllers run apart): their counters and CPU
+add up (``servers``)."""
 
 from __future__ import annotations
 
@@ -77,7 +79,8 @@ class Sample:
     """Everything counted at one moment: server CPU, pg_stat_database, statements, member calls."""
 
     at: float
-    cpu: list[float]
+    cpu: list[float]  # per replica: its serve process and its children
+    children_cpu: list[float]  # per replica: its children alone
     db: DbStats
     statements: dict[str, dict[str, int]]
     commits: dict[str, int]
@@ -94,7 +97,8 @@ class Meter:
 
     def sample(self) -> Sample:
         bench = self.bench
-        snapshots = [r.counts() for r in bench.replicas]
+        snapshots = [s for r in bench.replicas for s in r.counts_by_process()]
+        cpu = [r.cpu_by_process() for r in bench.replicas]
         calls: dict[str, int] = {}
         seconds: dict[str, float] = {}
         for member in bench.members:
@@ -108,7 +112,8 @@ class Meter:
                 commits[label] = commits.get(label, 0) + n
         return Sample(
             time.perf_counter(),
-            [r.cpu_seconds() for r in bench.replicas],
+            [own + children for own, children in cpu],
+            [children for _, children in cpu],
             db_stats(bench.args.pg_admin_url, bench.db_name),
             statement_totals(snapshots),
             commits,
@@ -126,10 +131,12 @@ def between(before: Sample, after: Sample) -> dict[str, Any]:
     calls = diff_flat(after.member_calls, before.member_calls)
     member_seconds = {k: v - before.member_seconds.get(k, 0.0) for k, v in after.member_seconds.items()}
     cpu = [a - b for a, b in zip(after.cpu, before.cpu, strict=True)]
+    children = sum(after.children_cpu) - sum(before.children_cpu)
     return {
         "seconds": seconds,
         "cpu_s": sum(cpu),
         "cpu_s_per_replica": [round(c, 2) for c in cpu],
+        "cpu_s_by_process": {"parent": round(sum(cpu) - children, 2), "child": round(children, 2)},
         "bench_process_cpu_s": round(after.own_cpu - before.own_cpu, 2),
         "members_cpu_s": round(after.members_cpu - before.members_cpu, 2),
         "db": after.db.minus(before.db),

@@ -159,7 +159,7 @@ class Bench:
             deployment(f"app{i:05d}", spaces[i % len(spaces)], args.replicas) for i in range(args.bindings)
         ]
         heap_before = [r.heap("before") for r in self.replicas]
-        rss_before = [r.rss_mb() for r in self.replicas]
+        rss_before = [r.rss_by_process() for r in self.replicas]
         before = self.meter.sample()
         t0 = time.perf_counter()
         targets = [r.url for r in self.api_targets]
@@ -227,14 +227,20 @@ class Bench:
             ready = watch.ready_at is not None or all(r.ready() for r in self.replicas)
             watch.add(self.meter.sample(), ready)
             time.sleep(0.25)
-        return watch.result(stopped, [round(r.rss_mb(), 1) for r in self.replicas])
+        return watch.result(stopped, [r.rss_by_process() for r in self.replicas])
 
 
 def heap_figures(run: dict[str, Any]) -> dict[str, Any]:
-    """What ``--heap-dir`` measured: each server's report before the writes and after the idle window
-    (without the type counts, which stay in the reports' files)."""
+    """What ``--heap-dir`` measured: each server's report before the writes and after the idle window, its
+    controller process's nested (without the type counts, which stay in the reports' files)."""
+
+    def without_types(report: dict[str, Any]) -> dict[str, Any]:
+        return {
+            k: without_types(v) if k == "controller_process" else v for k, v in report.items() if k != "types"
+        }
+
     short = [
-        [None if r is None else {k: v for k, v in r.items() if k != "types"} for r in run.get(key) or []]
+        [None if r is None else without_types(r) for r in run.get(key) or []]
         for key in ("heap_before", "heap_after")
     ]
     return {"before": short[0], "after": short[1]}
@@ -274,7 +280,7 @@ def run_bench(args: argparse.Namespace) -> dict[str, Any]:
             idle = cold = None
             if not run["timed_out"]:
                 idle = bench.idle()
-                run["rss_after"] = [r.rss_mb() for r in bench.replicas]
+                run["rss_after"] = [r.rss_by_process() for r in bench.replicas]
                 run["heap_after"] = [r.heap("after", trim=True) for r in bench.replicas]
                 cold = bench.cold_start(idle)
             result = {**pipeline_figures(bench, run), **idle_figures(run, idle, cold)}
