@@ -127,6 +127,10 @@ class ControllerSettings(Section):
     # behind a controller pass (``cli.controller_process``); false: in the serving process. SQLite: always
     # in the serving process (one writer at a time).
     separate_process: bool = True
+    # The niceness the controllers' child process adds to its own (``os.nice``): on a machine short of cores
+    # the API's requests, which someone waits for, go before controller passes, which no one watches.
+    # 0: the same priority as the API.
+    process_niceness: int = Field(5, ge=0, le=19)
 
 
 class FailoverSettings(Section):

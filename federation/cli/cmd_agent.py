@@ -13,8 +13,8 @@ from __future__ import annotations
 import click
 
 from federation import gc_tuning
-from federation.cli.cmd_server import configure_logging
 from federation.cli.context import CliContext, pass_cli
+from federation.cli.process_setup import configure_logging
 from federation.cli.signals import wait_for_stop
 from federation.members.agent import Agent, AgentConfig
 from federation.members.agent_api import AgentApi, AgentApiError

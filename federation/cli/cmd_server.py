@@ -117,12 +117,6 @@ def serve_command(
         process.run()
 
 
-def configure_logging(level: str) -> None:
-    logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    # One line per job run at INFO drowns everything else.
-    logging.getLogger("apscheduler").setLevel(logging.WARNING)
-
-
 def announce(process: server.ServerProcess) -> None:
     click.echo(f"federation API server listening on {process.url}")
     if not process.run_controllers:

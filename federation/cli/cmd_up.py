@@ -31,13 +31,13 @@ from federation.api.rejoin import rejoin_cluster
 from federation.api.status import StatusError
 from federation.cli import server
 from federation.cli.cmd_server import (
-    configure_logging,
     kubeconfig_lines,
     settings_from,
     tls_options,
     tls_settings,
 )
 from federation.cli.context import CliContext, pass_cli
+from federation.cli.process_setup import configure_logging
 from federation.cli.signals import wait_for_stop
 from federation.members.kubeconfig import write_kubeconfig
 from federation.settings import Settings

@@ -173,17 +173,19 @@ def _end(child: subprocess.Popen[bytes], seconds: float) -> None:
 @click.option("--wake-fd", type=int, required=True, help="The read end of the parent's wake pipe.")
 def controllers_command(wake_fd: int) -> None:
     """Run the controllers of the `serve` that started this process (settings as JSON on stdin)."""
-    from federation.cli import server
-    from federation.cli.cmd_server import configure_logging
+    # Not cli.server: the API (FastAPI, uvicorn, the routes) has no business in this process.
+    from federation.cli import process_setup as setup
 
     settings = Settings.model_validate_json(sys.stdin.buffer.read())
-    configure_logging(settings.log_level)
-    server.cap_malloc_arenas()
+    setup.configure_logging(settings.log_level)
+    setup.cap_malloc_arenas()
+    if settings.controllers.process_niceness:
+        os.nice(settings.controllers.process_niceness)  # the API's requests first, where cores are short
     stopped = threading.Event()
     with stop_signals(lambda _signum: stopped.set()):
-        runner, dispose = server.start_controllers_alone(settings)
+        runner, dispose = setup.start_controllers_alone(settings)
         try:
-            server.tune_collector(settings)
+            setup.tune_collector(settings)
             reader = threading.Thread(
                 target=_follow_wakes, args=(wake_fd, runner.wake, stopped), name="wakes", daemon=True
             )

@@ -21,7 +21,6 @@ Invariants:
 from __future__ import annotations
 
 import logging
-import os
 import signal
 import socket
 import threading
@@ -33,109 +32,44 @@ from pathlib import Path
 import uvicorn
 from fastapi import FastAPI
 
-from federation import gc_tuning
 from federation.api.app import ApiContext, create_app
 from federation.cli import serving
 from federation.cli.controller_process import ControllerProcess
-from federation.controllers.assembly import ControllerDeps, build_reconcilers
-from federation.controllers.members_access import MemberAccess
-from federation.controllers.runtime import (
-    ControllerRunner,
-    SystemClock,
-    default_identity,
-    leader_fence,
-    limit_malloc_arenas,
+from federation.cli.process_setup import (  # re-exported: `serve`, `up` and the tests use them from here
+    MALLOC_ARENAS,
+    cap_malloc_arenas,
+    database_timeouts,
+    key_source,
+    secret_box,
+    start_controllers,
+    start_controllers_alone,
+    tune_collector,
 )
+from federation.controllers.runtime import ControllerRunner
 from federation.listening import bind_socket
 from federation.settings import Settings
 from federation.store import migrate
-from federation.store.crypto import SecretBox, load_or_create_key
-from federation.store.db import Timeouts, UnitOfWork, make_engine, private_directory
+from federation.store.db import UnitOfWork, make_engine, private_directory
 from federation.store.keycheck import verify_key
 from federation.store.tokens import TokenRepository
 from federation.tlsfiles import TlsFiles
 
+__all__ = [
+    "MALLOC_ARENAS",
+    "ServerProcess",
+    "cap_malloc_arenas",
+    "database_timeouts",
+    "key_source",
+    "secret_box",
+    "start_controllers",
+    "start_controllers_alone",
+    "tune_collector",
+]
+
 log = logging.getLogger(__name__)
 
 
-def secret_box(settings: Settings) -> SecretBox:
-    if settings.secrets.encryption_key:
-        return SecretBox(settings.secrets.encryption_key)
-    return SecretBox(load_or_create_key(settings.resolved_key_file()))
-
-
-def key_source(settings: Settings) -> str:
-    """Where the encryption key comes from, as an error message names it."""
-    if settings.secrets.encryption_key:
-        return "the encryption key in the settings (secrets.encryption_key)"
-    return f"the encryption key at {settings.resolved_key_file()}"
-
-
-def database_timeouts(settings: Settings) -> Timeouts:
-    db = settings.database
-    return Timeouts(
-        connect_seconds=db.connect_timeout_seconds,
-        statement_seconds=db.statement_timeout_seconds,
-        lock_seconds=db.lock_timeout_seconds,
-        sqlite_busy_seconds=db.sqlite_busy_timeout_seconds,
-    )
-
-
 GRACEFUL_STOP_SECONDS = 5
-# glibc arenas a server process keeps (``MALLOC_ARENA_MAX``): with glibc's default (8 per core) every
-# controller thread ends up with an arena of its own, holding what its last large pass freed.
-MALLOC_ARENAS = 2
-
-
-def cap_malloc_arenas() -> None:
-    """``MALLOC_ARENA_MAX=2`` unless the environment sets it: measured at 200 bindings, a server's RSS growth
-    38.5 -> 24.9 MB. Called by `serve` and `up` before any thread starts."""
-    if "MALLOC_ARENA_MAX" not in os.environ:
-        limit_malloc_arenas(MALLOC_ARENAS)
-
-
-def tune_collector(settings: Settings) -> None:
-    """``gc_tuning.tune`` with the process settings: `serve` and `up` call it once they have started."""
-    gc_tuning.tune(settings.process.gc_thresholds, freeze=settings.process.gc_freeze_at_start)
-
-
-def start_controllers(settings: Settings, uow: UnitOfWork, box: SecretBox) -> ControllerRunner:
-    clock = SystemClock()
-    identity = default_identity()
-    members = MemberAccess(uow, box, settings.members)
-    # Every controller write is fenced by the leader lease; the runner's own lease writes are not.
-    fenced = uow.guarded(leader_fence(identity, clock))
-    deps = ControllerDeps(fenced, settings, clock, identity, box, members)
-    runner = ControllerRunner(
-        uow,
-        build_reconcilers(deps),
-        lease_seconds=settings.controllers.leader_lease_seconds,
-        identity=identity,
-        clock=clock,
-        claim_seconds=settings.controllers.claim_lease_seconds,
-    )
-    runner.start()
-    runner.on_stop(members.close)
-    return runner
-
-
-def start_controllers_alone(settings: Settings) -> tuple[ControllerRunner, Callable[[], None]]:
-    """The controllers of a process that serves no API (``controller_process``): the database opened as
-    `serve` opens it (already migrated by the parent), the runner started; and what disposes the engine."""
-    box = secret_box(settings)
-    pool = settings.database
-    engine = make_engine(
-        settings.resolved_database_url(),
-        database_timeouts(settings),
-        pool_size=pool.pool_size,
-        max_overflow=pool.max_overflow,
-    )
-    try:
-        runner = start_controllers(settings, UnitOfWork.for_engine(engine, box), box)
-    except BaseException:
-        engine.dispose()
-        raise
-    return runner, engine.dispose
 
 
 def _ignore(_kind: str) -> None:

@@ -41,6 +41,11 @@ def children(pid: int) -> list[int]:
     return found
 
 
+def niceness(pid: int) -> int:
+    # /proc/<pid>/stat: the 19th field, counted after the command's closing parenthesis
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[16])
+
+
 def alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -82,6 +87,7 @@ def test_an_api_write_wakes_the_controllers_in_their_own_process(tmp_path: Path,
         (child,) = children(replica.process.pid)
         assert "controllers" in Path(f"/proc/{child}/cmdline").read_text()
         wait_for(lambda: leader(database), timeout=DEADLINE, interval=0.1, what="the child to lead")
+        assert niceness(child) == min(niceness(replica.process.pid) + 5, 19)  # process_niceness: 5
         headers = {"Authorization": f"Bearer {replica.admin_token()}"}
         with httpx.Client(base_url=replica.url, headers=headers, timeout=30) as http:
             time.sleep(1.0)  # past the controllers' first passes: the next tick is 120 s away
