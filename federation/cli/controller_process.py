@@ -17,7 +17,8 @@ Invariants:
   as SIGTERM does: passes finish, the leader lease is released, so another replica leads at its next try.
   No controller process outlives its `serve`.
 - A wake never blocks the API: the pipe is non-blocking and a wake that does not fit is dropped (the
-  child is busy; its interval tick and idle probe find the write anyway).
+  child is busy; its interval tick and idle probe find the write anyway). It writes under the lock that
+  closing the pipe takes, so it never writes to a descriptor number reused by another file.
 - A child that exits on its own (a crash, SIGKILL) is started again after a back-off (1 s doubling to
   30 s, back to 1 s once a child ran a minute); it takes the lease when the dead one's runs out.
 - `stop` closes the pipe and waits ``stop_seconds`` for the child, then kills it.
@@ -83,13 +84,12 @@ class ControllerProcess:
 
     def wake(self, kind: str) -> None:
         """Tell the child that ``kind`` was written (``ApiContext.notify``); never blocks."""
-        fd = self._wake_fd
-        if fd is None:
-            return
-        # Busy (the pipe is full) or restarting: the child's tick finds the write. A line is shorter than
-        # PIPE_BUF, so it is written whole or not at all.
-        with contextlib.suppress(OSError):
-            os.write(fd, kind.encode() + b"\n")
+        # Under the lock: a pipe closed by a restart or a stop meanwhile could see its descriptor's number
+        # reused by another file (a database socket) before this write. Full pipe (the child is busy): the
+        # wake is dropped, its tick finds the write. A line is shorter than PIPE_BUF: whole or not at all.
+        with self._lock, contextlib.suppress(OSError):
+            if self._wake_fd is not None:
+                os.write(self._wake_fd, kind.encode() + b"\n")
 
     def stop(self) -> None:
         self._stopping.set()
@@ -153,7 +153,10 @@ class ControllerProcess:
                 return
             backoff = min(backoff * 2, RESTART_BACKOFF_MAX)
             self.restarts += 1
-            self._spawn()
+            try:
+                self._spawn()
+            except OSError:  # no process could be started (out of memory, of pids): try again later
+                log.exception("controllers: starting another process failed")
 
 
 def _end(child: subprocess.Popen[bytes], seconds: float) -> None:
