@@ -20,7 +20,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, ClassVar
 
-from sqlalchemy import BigInteger, Boolean, Index, Integer, MetaData, String, Table, text
+from sqlalchemy import BigInteger, Boolean, Integer, MetaData, String, Table
 from sqlalchemy.orm import DeclarativeBase, Mapped, declared_attr, mapped_column
 
 from federation.store.types import JSONType, UTCDateTime
@@ -73,24 +73,6 @@ class ObjectMixin:
     @declared_attr.directive
     def __mapper_args__(cls) -> dict[str, Any]:
         return {"version_id_col": cls.resource_version, "version_id_generator": False}
-
-
-def queue_index(table: str, flag: str) -> Index:
-    """The index of a work queue: the ids of the rows whose dirty ``flag`` is set, and only those.
-
-    Why partial: a queue is nearly empty at rest while its table holds every object, and the claim query
-    and the idle probe ask for "a dirty row" (``flag IS true``, an EXISTS or a LIMIT). With a full index on
-    (flag, id), Postgres's statistics from a busy moment made it expect thousands of dirty rows and pick a
-    sequential scan that stops at the first one; at rest there is none, so each probe read the whole table
-    (10,000 bindings: 76 ms and 40,000 buffers for the Works, every work-sync tick). The predicate is the
-    query's own condition as each backend writes it (``IS true`` on Postgres, ``IS 1`` on SQLite), so both
-    planners can prove the index applies."""
-    return Index(
-        f"ix_{table}_{flag}_queued",
-        "id",
-        postgresql_where=text(f"{flag} IS true"),
-        sqlite_where=text(f"{flag} IS 1"),
-    )
 
 
 class ClaimMixin:

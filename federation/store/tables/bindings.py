@@ -21,7 +21,7 @@ from typing import Any
 from sqlalchemy import ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from federation.store.tables.base import NAME_LENGTH, Base, ClaimMixin, ObjectMixin, bool_column, queue_index
+from federation.store.tables.base import NAME_LENGTH, Base, ClaimMixin, ObjectMixin, bool_column
 from federation.store.types import JSONType, UTCDateTime
 
 
@@ -30,7 +30,7 @@ class ResourceBindingRow(ObjectMixin, ClaimMixin, Base):
     __table_args__ = (
         UniqueConstraint("kind", "namespace", "name", name="uq_resource_bindings_kind_namespace_name"),
         # The scheduler's claim query: dirty rows in id order.
-        queue_index("resource_bindings", "needs_scheduling"),
+        Index("ix_resource_bindings_needs_scheduling_id", "needs_scheduling", "id"),
         # The execution and binding-status change feeds: rows whose content was written since a watermark.
         Index("ix_resource_bindings_content_updated_at", "content_updated_at"),
     )

@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import Index, LargeBinary, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from federation.store.tables.base import NAME_LENGTH, Base, ClaimMixin, ObjectMixin, bool_column, queue_index
+from federation.store.tables.base import NAME_LENGTH, Base, ClaimMixin, ObjectMixin, bool_column
 from federation.store.types import JSONType, UTCDateTime
 
 
@@ -32,7 +32,7 @@ class ClusterRow(ObjectMixin, ClaimMixin, Base):
     __tablename__ = "clusters"
     __table_args__ = (
         _unique_name("clusters"),
-        queue_index("clusters", "requeue_bindings"),
+        Index("ix_clusters_requeue_bindings_id", "requeue_bindings", "id"),
     )
     dirty_flag = "requeue_bindings"
     requeue_bindings: Mapped[bool] = bool_column(default=True)
@@ -63,7 +63,7 @@ class ResourceTemplateRow(ObjectMixin, ClaimMixin, Base):
     # When anything but the status was last written (as ``ResourceBindingRow.content_updated_at``).
     content_updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
     __table_args__ = (
-        queue_index("resource_templates", "needs_detection"),
+        Index("ix_resource_templates_needs_detection_id", "needs_detection", "id"),
         # The execution change feed: templates whose content was written since its watermark.
         Index("ix_resource_templates_content_updated_at", "content_updated_at"),
         # Also the index for "list kind K (in namespace N) ordered by namespace, name".
@@ -80,7 +80,7 @@ class PropagationPolicyRow(ObjectMixin, ClaimMixin, Base):
     __tablename__ = "propagation_policies"
     __table_args__ = (
         _unique_name("propagation_policies"),
-        queue_index("propagation_policies", "needs_detection"),
+        Index("ix_propagation_policies_needs_detection_id", "needs_detection", "id"),
     )
     dirty_flag = "needs_detection"
     needs_detection: Mapped[bool] = bool_column(default=True)
@@ -92,7 +92,7 @@ class ClusterPropagationPolicyRow(ObjectMixin, ClaimMixin, Base):
     __tablename__ = "cluster_propagation_policies"
     __table_args__ = (
         _unique_name("cluster_propagation_policies"),
-        queue_index("cluster_propagation_policies", "needs_detection"),
+        Index("ix_cluster_propagation_policies_needs_detection_id", "needs_detection", "id"),
     )
     dirty_flag = "needs_detection"
     needs_detection: Mapped[bool] = bool_column(default=True)

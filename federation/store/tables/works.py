@@ -14,7 +14,7 @@ from __future__ import annotations
 from sqlalchemy import ForeignKey, Index, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from federation.store.tables.base import NAME_LENGTH, Base, ClaimMixin, ObjectMixin, bool_column, queue_index
+from federation.store.tables.base import NAME_LENGTH, Base, ClaimMixin, ObjectMixin, bool_column
 
 EXECUTION_SPACE_PREFIX = "karmada-es-"
 
@@ -23,7 +23,7 @@ class WorkRow(ObjectMixin, ClaimMixin, Base):
     __tablename__ = "works"
     __table_args__ = (
         UniqueConstraint("namespace", "name", name="uq_works_namespace_name"),
-        queue_index("works", "needs_sync"),
+        Index("ix_works_needs_sync_id", "needs_sync", "id"),
         # The execution change feed: rows written since its watermark.
         Index("ix_works_updated_at", "updated_at"),
     )
