@@ -252,6 +252,9 @@ def environment(args: argparse.Namespace) -> dict[str, Any]:
     dirty = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True).stdout
     with admin_connection(args.pg_admin_url) as conn:
         row = conn.execute("SHOW server_version").fetchone()
+        # Off on some development servers: the tables then bloat and never get statistics, which changes
+        # every plan at 10,000 bindings (RESULTS.md, "The controllers in a process of their own").
+        vacuum = conn.execute("SHOW autovacuum").fetchone()
     return {
         "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%MZ"),
         "machine": " ".join(platform.uname()[i] for i in (0, 2, 4)),
@@ -259,6 +262,7 @@ def environment(args: argparse.Namespace) -> dict[str, Any]:
         "loadavg_at_start": [round(v, 2) for v in os.getloadavg()],
         "python": platform.python_version(),
         "postgres": row[0] if row else "?",
+        "postgres_autovacuum": vacuum[0] if vacuum else "?",
         "commit": commit.strip(),
         "uncommitted_changes": bool(dirty.strip()),
     }

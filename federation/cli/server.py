@@ -49,7 +49,7 @@ from federation.controllers.runtime import ControllerRunner
 from federation.listening import bind_socket
 from federation.settings import Settings
 from federation.store import migrate
-from federation.store.db import UnitOfWork, make_engine, private_directory
+from federation.store.db import UnitOfWork, autovacuum_off, make_engine, private_directory
 from federation.store.keycheck import verify_key
 from federation.store.tokens import TokenRepository
 from federation.tlsfiles import TlsFiles
@@ -128,6 +128,11 @@ class ServerProcess:
         except BaseException:
             engine.dispose()
             raise
+        if autovacuum_off(engine):
+            log.warning(
+                "the Postgres server runs with autovacuum off: the Works and bindings tables will bloat and "
+                "their queries slow down; turn it on (autovacuum = on in postgresql.conf)"
+            )
         self.admin_token = bootstrap_admin_token(uow)
         self.kubeconfig_token = self.admin_token or serving.kept_admin_token(uow, self.kubeconfig_file)
         self.stop_hooks.append(engine.dispose)

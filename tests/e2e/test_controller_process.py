@@ -17,6 +17,7 @@ from federation.cli import controller_process
 from federation.cli.controller_process import ControllerProcess, _follow_wakes
 from federation.settings import Settings
 from federation.store.crypto import generate_key
+from federation.store.db import autovacuum_off, make_engine
 from tests.e2e.test_replicas import Replica, database, leader, leader_lease  # noqa: F401 (fixture)
 from tests.e2e.test_three_members import DEPLOYMENTS, POLICIES, put
 from tests.members.helpers import deployment, wait_for
@@ -99,6 +100,12 @@ def test_an_api_write_wakes_the_controllers_in_their_own_process(tmp_path: Path,
         replica.stop()
     log = (tmp_path / "one.log").read_text()
     assert "Traceback" not in log
+    # Said once at the start, exactly when the server runs without autovacuum (this machine's does).
+    engine = make_engine(database)
+    try:
+        assert ("runs with autovacuum off" in log) == autovacuum_off(engine)
+    finally:
+        engine.dispose()
 
 
 @pytest.mark.postgres
