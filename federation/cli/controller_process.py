@@ -41,6 +41,7 @@ import click
 
 from federation.cli.signals import stop_signals
 from federation.settings import Settings
+from federation.store.db import is_postgres_url
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +56,7 @@ STOP_SECONDS = 60.0
 def runs_apart(settings: Settings) -> bool:
     """Whether `serve` runs its controllers in a child process: on Postgres when the settings say so.
     SQLite lets one writer in at a time, so two processes on one file would only queue behind each other."""
-    return settings.controllers.separate_process and settings.resolved_database_url().startswith("postgresql")
+    return settings.controllers.separate_process and is_postgres_url(settings.resolved_database_url())
 
 
 @dataclass
@@ -70,12 +71,6 @@ class ControllerProcess:
     _wake_fd: int | None = field(default=None, init=False)
     _stopping: threading.Event = field(default_factory=threading.Event, init=False)
     _monitor: threading.Thread | None = field(default=None, init=False)
-    restarts: int = field(default=0, init=False)
-
-    @property
-    def pid(self) -> int | None:
-        child = self._child
-        return None if child is None else child.pid
 
     def start(self) -> None:
         self._spawn()
@@ -152,7 +147,6 @@ class ControllerProcess:
             if self._stopping.wait(backoff):
                 return
             backoff = min(backoff * 2, RESTART_BACKOFF_MAX)
-            self.restarts += 1
             try:
                 self._spawn()
             except OSError:  # no process could be started (out of memory, of pids): try again later

@@ -61,6 +61,11 @@ def normalize_url(url: str) -> str:
     return url
 
 
+def is_postgres_url(url: str) -> bool:
+    """Whether a database URL names Postgres, in any of the spellings ``normalize_url`` takes."""
+    return normalize_url(url).startswith("postgresql+psycopg://")
+
+
 @dataclass(frozen=True, slots=True)
 class Timeouts:
     """How long the store waits on the database before the unit of work fails (0: no limit)."""

@@ -8,6 +8,7 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -73,6 +74,16 @@ def policy() -> dict:
     }
 
 
+@pytest.fixture
+def replica(tmp_path: Path, database: str) -> Iterator[Replica]:  # noqa: F811
+    """One `serve` on the test database with slow controller intervals, stopped after the test."""
+    running = Replica(tmp_path, "one", database, generate_key().decode(), SLOW)
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
 def leading(replica: Replica, database_url: str) -> None:
     """Until the replica serves and its controllers' child holds the leader lease."""
     wait_for(replica.ready, timeout=DEADLINE, interval=0.1, what="serve to be ready")
@@ -80,24 +91,23 @@ def leading(replica: Replica, database_url: str) -> None:
 
 
 @pytest.mark.postgres
-def test_an_api_write_wakes_the_controllers_in_their_own_process(tmp_path: Path, database: str) -> None:  # noqa: F811
-    replica = Replica(tmp_path, "one", database, generate_key().decode(), SLOW)
-    try:
-        wait_for(replica.ready, timeout=DEADLINE, interval=0.1, what="serve to be ready")
-        wait_for(lambda: children(replica.process.pid), timeout=DEADLINE, interval=0.1, what="the child")
-        (child,) = children(replica.process.pid)
-        assert "controllers" in Path(f"/proc/{child}/cmdline").read_text()
-        wait_for(lambda: leader(database), timeout=DEADLINE, interval=0.1, what="the child to lead")
-        assert niceness(child) == min(niceness(replica.process.pid) + 5, 19)  # process_niceness: 5
-        headers = {"Authorization": f"Bearer {replica.admin_token()}"}
-        with httpx.Client(base_url=replica.url, headers=headers, timeout=30) as http:
-            time.sleep(1.0)  # past the controllers' first passes: the next tick is 120 s away
-            put(http, POLICIES, policy())
-            put(http, DEPLOYMENTS, deployment("woken", 1))
-            # The detector (and nothing else) makes the binding: woken through the pipe, not by its tick.
-            wait_for(lambda: bindings(http) == 1, timeout=15, interval=0.1, what="the binding")
-    finally:
-        replica.stop()
+def test_an_api_write_wakes_the_controllers_in_their_own_process(
+    tmp_path: Path,
+    database: str,  # noqa: F811
+    replica: Replica,
+) -> None:
+    leading(replica, database)
+    (child,) = children(replica.process.pid)
+    assert "controllers" in Path(f"/proc/{child}/cmdline").read_text()
+    assert niceness(child) == min(niceness(replica.process.pid) + 5, 19)  # process_niceness: 5
+    headers = {"Authorization": f"Bearer {replica.admin_token()}"}
+    with httpx.Client(base_url=replica.url, headers=headers, timeout=30) as http:
+        time.sleep(1.0)  # past the controllers' first passes: the next tick is 120 s away
+        put(http, POLICIES, policy())
+        put(http, DEPLOYMENTS, deployment("woken", 1))
+        # The detector (and nothing else) makes the binding: woken through the pipe, not by its tick.
+        wait_for(lambda: bindings(http) == 1, timeout=15, interval=0.1, what="the binding")
+    replica.stop()
     log = (tmp_path / "one.log").read_text()
     assert "Traceback" not in log
     # Said once at the start, exactly when the server runs without autovacuum (this machine's does).
@@ -109,51 +119,53 @@ def test_an_api_write_wakes_the_controllers_in_their_own_process(tmp_path: Path,
 
 
 @pytest.mark.postgres
-def test_the_child_ends_with_its_serve_even_when_serve_is_sigkilled(tmp_path: Path, database: str) -> None:  # noqa: F811
-    replica = Replica(tmp_path, "one", database, generate_key().decode(), SLOW)
-    try:
-        leading(replica, database)
-        (child,) = children(replica.process.pid)
-        held = leader_lease(database)
-        replica.process.send_signal(signal.SIGKILL)  # serve alone: its child sees the pipe close
-        replica.process.wait()
-        wait_for(lambda: not alive(child), timeout=DEADLINE, interval=0.1, what="the child to end")
-        released = leader_lease(database)
-        assert released.holder is None  # released on its way out, not left to run out
-        assert released.expires_at is not None and held.expires_at is not None
-        assert released.expires_at < held.expires_at
-    finally:
-        replica.stop()
+def test_the_child_ends_with_its_serve_even_when_serve_is_sigkilled(
+    tmp_path: Path,
+    database: str,  # noqa: F811
+    replica: Replica,
+) -> None:
+    leading(replica, database)
+    (child,) = children(replica.process.pid)
+    held = leader_lease(database)
+    replica.process.send_signal(signal.SIGKILL)  # serve alone: its child sees the pipe close
+    replica.process.wait()
+    wait_for(lambda: not alive(child), timeout=DEADLINE, interval=0.1, what="the child to end")
+    released = leader_lease(database)
+    assert released.holder is None  # released on its way out, not left to run out
+    assert released.expires_at is not None and held.expires_at is not None
+    assert released.expires_at < held.expires_at
+    replica.stop()
     log = (tmp_path / "one.log").read_text()
     assert "controllers: stopped" in log and "Traceback" not in log
 
 
 @pytest.mark.postgres
-def test_a_child_that_dies_is_started_again_and_leads_again(tmp_path: Path, database: str) -> None:  # noqa: F811
-    replica = Replica(tmp_path, "one", database, generate_key().decode(), SLOW)
-    try:
-        leading(replica, database)
-        (first,) = children(replica.process.pid)
-        dead_leader = leader(database)
-        os.kill(first, signal.SIGKILL)
-        wait_for(
-            lambda: [c for c in children(replica.process.pid) if c != first and alive(c)],
-            timeout=DEADLINE,
-            interval=0.1,
-            what="another child",
-        )
-        wait_for(
-            lambda: leader(database) not in (None, dead_leader),
-            timeout=DEADLINE,
-            interval=0.2,
-            what="the new child to take the lease when the dead one's runs out",
-        )
-        assert replica.ready()  # the API served throughout
-        replica.process.send_signal(signal.SIGTERM)
-        assert replica.process.wait(timeout=DEADLINE) == 0
-        assert leader_lease(database).holder is None
-    finally:
-        replica.stop()
+def test_a_child_that_dies_is_started_again_and_leads_again(
+    tmp_path: Path,
+    database: str,  # noqa: F811
+    replica: Replica,
+) -> None:
+    leading(replica, database)
+    (first,) = children(replica.process.pid)
+    dead_leader = leader(database)
+    os.kill(first, signal.SIGKILL)
+    wait_for(
+        lambda: [c for c in children(replica.process.pid) if c != first and alive(c)],
+        timeout=DEADLINE,
+        interval=0.1,
+        what="another child",
+    )
+    wait_for(
+        lambda: leader(database) not in (None, dead_leader),
+        timeout=DEADLINE,
+        interval=0.2,
+        what="the new child to take the lease when the dead one's runs out",
+    )
+    assert replica.ready()  # the API served throughout
+    replica.process.send_signal(signal.SIGTERM)
+    assert replica.process.wait(timeout=DEADLINE) == 0
+    assert leader_lease(database).holder is None
+    replica.stop()
     log = (tmp_path / "one.log").read_text()
     assert f"process {first} exited with -9; starting another" in log and "Traceback" not in log
 
@@ -163,6 +175,8 @@ def test_a_serve_on_sqlite_keeps_its_controllers_in_process(tmp_path: Path) -> N
     assert not controller_process.runs_apart(settings)
     postgres = settings.model_copy(update={"database_url": "postgresql+psycopg://x@127.0.0.1/db"})
     assert controller_process.runs_apart(postgres)
+    for short in ("postgres://x@127.0.0.1/db", "postgresql://x@127.0.0.1/db"):  # as normalize_url takes them
+        assert controller_process.runs_apart(settings.model_copy(update={"database_url": short}))
     off = postgres.model_copy(
         update={"controllers": postgres.controllers.model_copy(update={"separate_process": False})}
     )
