@@ -76,9 +76,11 @@ def policy() -> dict:
 
 @pytest.fixture
 def replica(tmp_path: Path, database: str) -> Iterator[Replica]:  # noqa: F811
-    """One `serve` on the test database with slow controller intervals, stopped after the test."""
+    """One `serve` on the test database with slow controller intervals, serving and its controllers' child
+    leading; stopped after the test."""
     running = Replica(tmp_path, "one", database, generate_key().decode(), SLOW)
     try:
+        leading(running, database)
         yield running
     finally:
         running.stop()
@@ -96,7 +98,6 @@ def test_an_api_write_wakes_the_controllers_in_their_own_process(
     database: str,  # noqa: F811
     replica: Replica,
 ) -> None:
-    leading(replica, database)
     (child,) = children(replica.process.pid)
     assert "controllers" in Path(f"/proc/{child}/cmdline").read_text()
     assert niceness(child) == min(niceness(replica.process.pid) + 5, 19)  # process_niceness: 5
@@ -124,7 +125,6 @@ def test_the_child_ends_with_its_serve_even_when_serve_is_sigkilled(
     database: str,  # noqa: F811
     replica: Replica,
 ) -> None:
-    leading(replica, database)
     (child,) = children(replica.process.pid)
     held = leader_lease(database)
     replica.process.send_signal(signal.SIGKILL)  # serve alone: its child sees the pipe close
@@ -145,7 +145,6 @@ def test_a_child_that_dies_is_started_again_and_leads_again(
     database: str,  # noqa: F811
     replica: Replica,
 ) -> None:
-    leading(replica, database)
     (first,) = children(replica.process.pid)
     dead_leader = leader(database)
     os.kill(first, signal.SIGKILL)
