@@ -102,6 +102,10 @@ class DatabaseSettings(Section):
     # or a pass waiting for a free connection is the latency nobody sees in a profile.
     pool_size: int = Field(20, ge=1)
     max_overflow: int = Field(10, ge=0)
+    # Postgres without autovacuum: the leader vacuums and analyzes the store's tables as autovacuum would
+    # (``store.maintenance``), checking every so many seconds. With autovacuum on, a check finds nothing.
+    self_maintenance: bool = True
+    maintenance_interval_seconds: float = Field(15.0, gt=0)
 
 
 class ControllerSettings(Section):

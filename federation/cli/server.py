@@ -130,8 +130,12 @@ class ServerProcess:
             raise
         if autovacuum_off(engine):
             log.warning(
-                "the Postgres server runs with autovacuum off: the Works and bindings tables will bloat and "
-                "their queries slow down; turn it on (autovacuum = on in postgresql.conf)"
+                "the Postgres server runs with autovacuum off: %s; turn it on (autovacuum = on in "
+                "postgresql.conf)",
+                "the controllers' leader vacuums and analyzes this store's tables itself meanwhile"
+                if self.settings.database.self_maintenance
+                else "the Works and bindings tables will bloat and their queries slow down "
+                "(database.self_maintenance is false)",
             )
         self.admin_token = bootstrap_admin_token(uow)
         self.kubeconfig_token = self.admin_token or serving.kept_admin_token(uow, self.kubeconfig_file)

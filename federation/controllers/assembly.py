@@ -16,6 +16,7 @@ from federation.controllers.detector import Detector
 from federation.controllers.execution import ExecutionController
 from federation.controllers.graceful_eviction import GracefulEvictionController
 from federation.controllers.isolation import RetryBook
+from federation.controllers.maintenance import DatabaseMaintenance
 from federation.controllers.members_access import MemberAccess
 from federation.controllers.rebalancer import WorkloadRebalancerController
 from federation.controllers.retention import decision_retention, event_retention
@@ -79,9 +80,18 @@ def build_reconcilers(deps: ControllerDeps) -> list[Reconciler]:
         ChangeLogPruner(deps.uow, deps.clock, deps.settings.api.watch_window_seconds),
         event_retention(deps.uow, deps.clock, deps.settings.events),
         decision_retention(deps.uow, deps.clock, deps.settings.decisions),
+        *maintenance_reconcilers(deps),
         *failover_reconcilers(deps),
         *execution_reconcilers(deps),
     ]
+
+
+def maintenance_reconcilers(deps: ControllerDeps) -> list[Reconciler]:
+    """VACUUM/ANALYZE where the Postgres server has no autovacuum (``store.maintenance``)."""
+    database = deps.settings.database
+    if not database.self_maintenance or not deps.uow.is_postgres():
+        return []
+    return [DatabaseMaintenance(deps.uow, interval_seconds=database.maintenance_interval_seconds)]
 
 
 def failover_reconcilers(deps: ControllerDeps) -> list[Reconciler]:

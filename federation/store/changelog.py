@@ -53,11 +53,13 @@ MANIFEST_ATTRIBUTES = (
 
 # Before ``nextval`` runs (a one-time filter, and a lock taken when the statement is planned) the writer
 # has a transaction id and holds a lock on ``change_log``: ``changefeed`` finds the writers that may still
-# commit a revision by exactly that.
+# commit a revision by exactly that. The lookup finds nothing by design; it is an equality on the primary
+# key so that it is one index probe whatever the planner knows (``revision < 0`` was planned as a scan of
+# the whole log on a table never analyzed: 100 to 200 ms per write at 10,000 bindings).
 _NEXTVAL = text(
     f"SELECT nextval('{RESOURCE_VERSION_SEQUENCE.name}') FROM generate_series(1, :count) "
     f"WHERE pg_current_xact_id() IS NOT NULL "
-    f"AND NOT EXISTS (SELECT FROM {ChangeLogRow.__tablename__} WHERE revision < 0)"
+    f"AND NOT EXISTS (SELECT FROM {ChangeLogRow.__tablename__} WHERE revision = 0)"
 )
 
 

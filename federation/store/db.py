@@ -239,6 +239,13 @@ class UnitOfWork:
         bind = self._factory.kw.get("bind")
         return bind is not None and bind.dialect.name == "postgresql"
 
+    def engine(self) -> Engine:
+        """The engine its sessions run on (for a statement no transaction may hold: VACUUM)."""
+        bind = self._factory.kw.get("bind")
+        if not isinstance(bind, Engine):
+            raise TypeError("this unit of work's sessions are bound to no engine")
+        return bind
+
     def guarded(self, guard: Guard) -> UnitOfWork:
         """The same sessions, with ``guard`` checked in every transaction that writes."""
         return UnitOfWork(self._factory, guard)
