@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, text
 
-from federation.controllers.assembly import ControllerDeps, maintenance_reconcilers
+from federation.controllers.assembly import ControllerDeps, build_reconcilers
 from federation.controllers.maintenance import DatabaseMaintenance
 from federation.controllers.members_access import MemberAccess
 from federation.settings import load_settings
@@ -157,5 +157,7 @@ def test_only_a_postgres_store_with_it_enabled_gets_the_reconciler(
     postgres_server_url: str, tmp_path: Path, backend: str, enabled: bool, built: bool
 ) -> None:
     url = postgres_server_url if backend == "postgres" else f"sqlite:///{tmp_path / 'f.db'}"
-    reconcilers = maintenance_reconcilers(_deps(url, tmp_path, self_maintenance=enabled))
-    assert [type(r) for r in reconcilers] == ([DatabaseMaintenance] if built else [])
+    reconcilers = build_reconcilers(_deps(url, tmp_path, self_maintenance=enabled))
+    maintaining = [r for r in reconcilers if isinstance(r, DatabaseMaintenance)]
+    assert len(maintaining) == (1 if built else 0)
+    assert all(r.interval_seconds == 15 for r in maintaining)
