@@ -13,6 +13,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from sqlalchemy import text
 
 from federation.cli import controller_process
 from federation.cli.controller_process import ControllerProcess, _follow_wakes
@@ -217,3 +218,47 @@ def test_a_wake_never_blocks_when_the_child_does_not_read(tmp_path: Path) -> Non
     finally:
         os.close(read_fd)
         os.close(write_fd)
+
+
+def _last_analyze(database_url: str, table: str) -> object:
+    engine = make_engine(database_url)
+    try:
+        with engine.connect() as connection:
+            statement = text("SELECT last_analyze FROM pg_stat_user_tables WHERE relname = :table")
+            return connection.execute(statement, {"table": table}).scalar()
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.postgres
+def test_the_leader_maintains_the_tables_exactly_where_the_server_has_no_autovacuum(
+    tmp_path: Path,
+    database: str,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("FEDERATION_DATABASE__MAINTENANCE_INTERVAL_SECONDS", "0.5")
+    running = Replica(tmp_path, "one", database, generate_key().decode(), SLOW)
+    try:
+        leading(running, database)
+        headers = {"Authorization": f"Bearer {running.admin_token()}"}
+        with httpx.Client(base_url=running.url, headers=headers, timeout=30) as http:
+            for index in range(20):
+                put(http, DEPLOYMENTS, deployment(f"app{index}", 1))
+        engine = make_engine(database)
+        try:
+            off = autovacuum_off(engine)
+        finally:
+            engine.dispose()
+        if off:  # this machine's server: the templates table, never analyzed, gets its statistics
+            wait_for(
+                lambda: _last_analyze(database, "resource_templates") is not None,
+                timeout=DEADLINE,
+                interval=0.5,
+                what="the leader to analyze resource_templates",
+            )
+        else:  # autovacuum's to do: the leader's checks find nothing, it runs no ANALYZE of its own
+            time.sleep(15)
+            assert _last_analyze(database, "resource_templates") is None
+    finally:
+        running.stop()
+    assert "Traceback" not in (tmp_path / "one.log").read_text()
