@@ -6,8 +6,8 @@ Runs under the leader lease like every reconciler (one replica maintains), every
 nothing due; on SQLite, or with ``database.self_maintenance`` false, this reconciler is not built.
 
 Invariants:
-- A pass never holds a transaction open: the check is one autocommit-free read, each VACUUM or ANALYZE a
-  statement on an autocommit connection of its own (``store.maintenance.run``).
+- A pass holds no transaction open while it maintains: the check is one read in a short transaction of
+  its own, the VACUUMs and ANALYZEs run after it on an autocommit connection (``store.maintenance.run``).
 - Nothing it does is an API change: it wakes no controller, and the log says a table's maintenance at
   debug level only (autovacuum itself logs nothing by default).
 """

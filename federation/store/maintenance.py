@@ -14,8 +14,8 @@ rows changed since the last analyze; a table never analyzed is analyzed once it 
 Invariants:
 - Only on Postgres, and only while ``SHOW autovacuum`` says off: with autovacuum on, ``due`` is empty
   and nothing is run (one statement per check).
-- ``due`` is one statement; ``run`` one VACUUM (ANALYZE) or ANALYZE per due table, each on an autocommit
-  connection of its own (VACUUM refuses a transaction block), without the session's statement timeout
+- ``due`` is one statement; ``run`` one VACUUM (ANALYZE) or ANALYZE per due table, one after the other on
+  one autocommit connection (VACUUM refuses a transaction block), without the session's statement timeout
   (a large table may take longer) but with its lock timeout (it never waits long behind DDL).
 - Neither reads nor writes a row of ours: it is safe from any process at any time, and running it twice
   costs a second look, nothing more.
@@ -74,7 +74,7 @@ class Due:
 
 
 def store_tables() -> list[str]:
-    """The tables the store defines (the Alembic version table is left to autovacuum's absence)."""
+    """The tables the store defines (Alembic's one-row version table is not among them)."""
     return sorted(Base.metadata.tables)
 
 
