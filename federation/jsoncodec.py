@@ -25,6 +25,14 @@ def dumps(value: Any) -> str:
         return json.dumps(value)
 
 
+def dumps_bytes(value: Any) -> bytes:
+    """``dumps`` as UTF-8 bytes (an HTTP body), without a round trip through ``str``."""
+    try:
+        return orjson.dumps(value)
+    except TypeError:
+        return json.dumps(value).encode()
+
+
 def loads(text: str | bytes) -> Any:
     try:
         return orjson.loads(text)
@@ -32,4 +40,4 @@ def loads(text: str | bytes) -> Any:
         return json.loads(text)
 
 
-__all__ = ["dumps", "loads"]
+__all__ = ["dumps", "dumps_bytes", "loads"]

@@ -22,12 +22,12 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from federation import jsoncodec
 from federation.sim import errors
 from federation.sim.changes import ADDED, DELETED, MODIFIED, Change
 from federation.sim.cluster import SimCluster
@@ -139,7 +139,7 @@ def bookmark(cursor: Cursor) -> dict[str, Any]:
 
 
 def _line(kind: str, obj: dict[str, Any]) -> bytes:
-    return (json.dumps({"type": kind, "object": obj}) + "\n").encode()
+    return jsoncodec.dumps_bytes({"type": kind, "object": obj}) + b"\n"
 
 
 async def watch_stream(
