@@ -144,7 +144,7 @@ class Runtime:
         if not self.ledger.waiting:
             return
         # Read, never changed or kept: the stored nodes themselves (a copy of every node for every apply
-        # was the largest part of a member's CPU under a federation's applies).
+        # was the largest single copy in a member's CPU under a federation's applies).
         nodes = self.store.peek_objects(self.nodes)
         free = self.ledger.free(nodes)
         waiting = (self.store.peek(self.pods, key) for key in self.ledger.waiting)

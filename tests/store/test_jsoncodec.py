@@ -25,6 +25,8 @@ from .factories import make_configmap
 )
 def test_dumps_says_what_the_standard_library_says(value: object) -> None:
     assert json.loads(jsoncodec.dumps(value)) == json.loads(json.dumps(value))
+    # The bytes form (an HTTP body) is the same document, UTF-8 encoded.
+    assert json.loads(jsoncodec.dumps_bytes(value).decode("utf-8")) == json.loads(json.dumps(value))
 
 
 def test_loads_reads_what_the_standard_library_reads() -> None:
