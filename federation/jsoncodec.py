@@ -19,10 +19,7 @@ import orjson
 
 
 def dumps(value: Any) -> str:
-    try:
-        return orjson.dumps(value).decode()
-    except TypeError:
-        return json.dumps(value)
+    return dumps_bytes(value).decode()
 
 
 def dumps_bytes(value: Any) -> bytes:
