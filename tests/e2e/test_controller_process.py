@@ -8,12 +8,14 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 import httpx
 import pytest
-from sqlalchemy import text
+from sqlalchemy import Engine, text
 
 from federation.cli import controller_process
 from federation.cli.controller_process import ControllerProcess, _follow_wakes
@@ -25,6 +27,7 @@ from tests.e2e.test_three_members import DEPLOYMENTS, POLICIES, put
 from tests.members.helpers import deployment, wait_for
 
 DEADLINE = 60.0
+T = TypeVar("T")
 # Intervals far longer than the waits below: only a wake through the pipe can explain a quick placement.
 SLOW = {
     "SCHEDULER_INTERVAL_SECONDS": "120",
@@ -75,16 +78,31 @@ def policy() -> dict:
     }
 
 
-@pytest.fixture
-def replica(tmp_path: Path, database: str) -> Iterator[Replica]:  # noqa: F811
-    """One `serve` on the test database with slow controller intervals, serving and its controllers' child
-    leading; stopped after the test."""
-    running = Replica(tmp_path, "one", database, generate_key().decode(), SLOW)
+@contextmanager
+def serving(tmp_path: Path, database_url: str) -> Iterator[Replica]:
+    """One `serve` on the test database with slow controller intervals (and the environment's settings),
+    serving and its controllers' child leading; stopped at the end."""
+    running = Replica(tmp_path, "one", database_url, generate_key().decode(), SLOW)
     try:
-        leading(running, database)
+        leading(running, database_url)
         yield running
     finally:
         running.stop()
+
+
+@pytest.fixture
+def replica(tmp_path: Path, database: str) -> Iterator[Replica]:  # noqa: F811
+    with serving(tmp_path, database) as running:
+        yield running
+
+
+def on_database(database_url: str, use: Callable[[Engine], T]) -> T:
+    """``use`` of an engine on the test database, disposed afterwards."""
+    engine = make_engine(database_url)
+    try:
+        return use(engine)
+    finally:
+        engine.dispose()
 
 
 def leading(replica: Replica, database_url: str) -> None:
@@ -113,11 +131,7 @@ def test_an_api_write_wakes_the_controllers_in_their_own_process(
     log = (tmp_path / "one.log").read_text()
     assert "Traceback" not in log
     # Said once at the start, exactly when the server runs without autovacuum (this machine's does).
-    engine = make_engine(database)
-    try:
-        assert ("runs with autovacuum off" in log) == autovacuum_off(engine)
-    finally:
-        engine.dispose()
+    assert ("runs with autovacuum off" in log) == on_database(database, autovacuum_off)
 
 
 @pytest.mark.postgres
@@ -220,14 +234,10 @@ def test_a_wake_never_blocks_when_the_child_does_not_read(tmp_path: Path) -> Non
         os.close(write_fd)
 
 
-def _last_analyze(database_url: str, table: str) -> object:
-    engine = make_engine(database_url)
-    try:
-        with engine.connect() as connection:
-            statement = text("SELECT last_analyze FROM pg_stat_user_tables WHERE relname = :table")
-            return connection.execute(statement, {"table": table}).scalar()
-    finally:
-        engine.dispose()
+def last_analyze(engine: Engine, table: str) -> object:
+    with engine.connect() as connection:
+        statement = text("SELECT last_analyze FROM pg_stat_user_tables WHERE relname = :table")
+        return connection.execute(statement, {"table": table}).scalar()
 
 
 @pytest.mark.postgres
@@ -237,28 +247,25 @@ def test_the_leader_maintains_the_tables_exactly_where_the_server_has_no_autovac
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("FEDERATION_DATABASE__MAINTENANCE_INTERVAL_SECONDS", "0.5")
-    running = Replica(tmp_path, "one", database, generate_key().decode(), SLOW)
-    try:
-        leading(running, database)
+    with serving(tmp_path, database) as running:
         headers = {"Authorization": f"Bearer {running.admin_token()}"}
         with httpx.Client(base_url=running.url, headers=headers, timeout=30) as http:
             for index in range(20):
                 put(http, DEPLOYMENTS, deployment(f"app{index}", 1))
-        engine = make_engine(database)
-        try:
-            off = autovacuum_off(engine)
-        finally:
-            engine.dispose()
-        if off:  # this machine's server: the templates table, never analyzed, gets its statistics
+
+        def templates_analyzed() -> bool:
+            return (
+                on_database(database, lambda engine: last_analyze(engine, "resource_templates")) is not None
+            )
+
+        if on_database(database, autovacuum_off):  # this machine's server: the table gets its statistics
             wait_for(
-                lambda: _last_analyze(database, "resource_templates") is not None,
+                templates_analyzed,
                 timeout=DEADLINE,
                 interval=0.5,
                 what="the leader to analyze resource_templates",
             )
         else:  # autovacuum's to do: the leader's checks find nothing, it runs no ANALYZE of its own
             time.sleep(15)
-            assert _last_analyze(database, "resource_templates") is None
-    finally:
-        running.stop()
+            assert not templates_analyzed()
     assert "Traceback" not in (tmp_path / "one.log").read_text()
