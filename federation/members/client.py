@@ -20,7 +20,7 @@ Invariants:
 from __future__ import annotations
 
 import contextlib
-import copy
+import functools
 import json
 import threading
 from collections.abc import Callable, Iterator
@@ -93,6 +93,12 @@ def _build_api_client(name: str, config: Kubeconfig) -> kubernetes.client.ApiCli
     except (ConfigException, ValueError, TypeError) as exc:
         raise KubeconfigError(name, f"kubeconfig rejected by the kubernetes client: {exc}") from exc
     configuration.retries = 0  # one attempt per call; the caller's loop retries with backoff
+    # The loader installs a hook that re-applies the kubeconfig before every request, for tokens that expire
+    # (exec plugins, auth providers). Ours are static (``load_kubeconfig`` accepts a token or a client
+    # certificate, nothing that expires; new credentials replace the client), and the hook's re-application
+    # walks the process environment for proxy settings on every call: a few percent of a busy controller
+    # process's CPU, for nothing.
+    configuration.refresh_api_key_hook = None
     return kubernetes.client.ApiClient(configuration)
 
 
@@ -205,14 +211,20 @@ class KubernetesMemberClient:
             meta.setdefault("namespace", "default")
         path = self._object_path(body["apiVersion"], body["kind"], meta.get("namespace"), meta["name"])
         query = [("fieldManager", FIELD_MANAGER), ("force", "true")]
+        # Encoded here (JSON is YAML): the client sends bytes as they are, where it would walk a dict
+        # (``sanitize_for_serialization``) and encode it with the standard library on every call.
+        encoded = jsoncodec.dumps_bytes(body)
+        patch = functools.partial(
+            self.request, "PATCH", path, query=query, body=encoded, content_type=APPLY_CONTENT_TYPE
+        )
         try:
-            return dict(self.request("PATCH", path, query=query, body=body, content_type=APPLY_CONTENT_TYPE))
+            return dict(patch())
         except MemberError as err:
-            namespace = body["metadata"].get("namespace")
+            namespace = meta.get("namespace")
             if err.kind != "not_found" or not namespace:
                 raise
             self.ensure_namespace(namespace)
-            return dict(self.request("PATCH", path, query=query, body=body, content_type=APPLY_CONTENT_TYPE))
+            return dict(patch())
 
     def ensure_namespace(self, namespace: str) -> None:
         body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
@@ -372,9 +384,14 @@ class WatchStream:
 
 
 def _applicable(manifest: dict[str, Any]) -> dict[str, Any]:
-    """The manifest without server-owned fields (status, resourceVersion, ...), validated for identity."""
-    body = copy.deepcopy(manifest)
+    """The manifest without server-owned fields (status, resourceVersion, ...), validated for identity.
+
+    A copy of the top level and of ``metadata`` (what is removed or set here); the rest is shared with
+    ``manifest``, which is only read."""
+    body = dict(manifest)
     meta = body.get("metadata")
+    if isinstance(meta, dict):
+        meta = body["metadata"] = dict(meta)
     if (
         not body.get("apiVersion")
         or not body.get("kind")

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
+import kubernetes.client.configuration
 import pytest
 
 from federation.members.client import KubernetesMemberClient
@@ -72,6 +74,32 @@ def test_apply_twice_is_a_no_op_and_creates_the_namespace(client: KubernetesMemb
         )
     )
     assert status["observedGeneration"] == 2
+
+
+def test_apply_leaves_the_callers_manifest_as_it_was(client: KubernetesMemberClient) -> None:
+    """The client strips server-owned fields and defaults the namespace in its own copy: the caller's
+    manifest (a Work's, shared with other readers) is never changed."""
+    manifest = deployment("keep", 1)
+    del manifest["metadata"]["namespace"]
+    manifest["metadata"].update(resourceVersion="7", uid="u-1", managedFields=[{"manager": "x"}])
+    manifest["status"] = {"replicas": 99}
+    before = copy.deepcopy(manifest)
+    applied = client.apply(manifest)
+    assert manifest == before
+    assert applied["metadata"]["namespace"] == "default" and applied["metadata"]["uid"] != "u-1"
+
+
+def test_a_static_token_is_not_reapplied_before_every_request(
+    client: KubernetesMemberClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kubernetes loader's refresh hook re-applies the kubeconfig before each call (for tokens that
+    expire), reading the environment's proxies each time; a static token needs none of it."""
+    calls: list[int] = []
+    real = kubernetes.client.configuration.getproxies
+    monkeypatch.setattr(kubernetes.client.configuration, "getproxies", lambda: calls.append(1) or real())
+    for _ in range(3):
+        assert client.version() == "v1.32.0"  # the token still goes with every request
+    assert calls == []
 
 
 def test_get_and_delete(client: KubernetesMemberClient) -> None:
