@@ -71,7 +71,7 @@ from federation.store.manifest import join, split
 from federation.store.placements import placed_bindings
 from federation.store.repository import ObjectRepository
 from federation.store.tables import ClusterRow, ResourceBindingRow
-from federation.store.templates import templates_by_uid
+from federation.store.templates import template_views_by_uid
 
 log = logging.getLogger(__name__)
 
@@ -516,7 +516,9 @@ def load_state(session: Session, bindings: Sequence[Manifest]) -> CycleState:
     with_policy = {str((p.get("metadata") or {}).get("namespace") or "") for p in policies}
     namespaces = with_policy & {str((b.get("metadata") or {}).get("namespace") or "") for b in bindings}
     quota = ledger_of(placed_bindings(session, namespaces))
-    return CycleState(cluster_snapshots(session), policies, templates_by_uid(session, uids), quota)
+    # Views without status: the engine reads a template's labels and annotations and never changes them.
+    templates = template_views_by_uid(session, uids)
+    return CycleState(cluster_snapshots(session), policies, templates, quota)
 
 
 def cluster_snapshots(session: Session, ids: Sequence[int] | None = None) -> list[ClusterSnapshot]:

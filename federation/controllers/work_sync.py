@@ -53,7 +53,7 @@ from federation.store.derive import parse_timestamp
 from federation.store.dialect import among
 from federation.store.errors import Conflict
 from federation.store.events import EventEntry, EventRepository, InvolvedObject
-from federation.store.manifest import join
+from federation.store.manifest import view
 from federation.store.tables import ClusterRow, WorkRow
 from federation.store.works import WorkRepository, carries_secret, claim_for_push
 
@@ -154,7 +154,8 @@ class WorkSync:
             claimed = claim_for_push(
                 session, self.identity, self.batch_size, self.clock.now(), self.claim_seconds
             )
-            works = WorkRepository(session).by_ids([c.id for c in claimed])
+            # Views: a task's manifests are only read (``apply`` sends a copy of what it changes).
+            works = WorkRepository(session).by_ids([c.id for c in claimed], shared=True)
             tasks = []
             for item in claimed:
                 if item.id not in works:
@@ -231,7 +232,7 @@ class WorkSync:
                     row = rows.get(result.task.claim.id)
                     if row is None:
                         continue  # deleted meanwhile: nothing to record, no claim to release
-                    outcome = self._outcome(join(row), result, now)
+                    outcome = self._outcome(view(row), result, now)  # builds a new status; reads the row
                     if outcome.delete:
                         deleted.append(row.id)
                     elif outcome.status is not None and works.objects.update_status_loaded(

@@ -28,7 +28,7 @@ from sqlalchemy.orm.attributes import NO_VALUE
 
 from federation.store.bulkrows import insert_rows
 from federation.store.dialect import is_postgres
-from federation.store.manifest import join
+from federation.store.manifest import join, view
 from federation.store.sealing import SECRET_BOX, seal_manifest
 from federation.store.tables import ChangeLogRow, ObjectMixin, RevisionCounterRow, table_of
 from federation.store.tables.changelog import ADDED, DELETED, MODIFIED, RESOURCE_VERSION_SEQUENCE
@@ -140,19 +140,21 @@ def delete_returning(
 
 
 def _before_flush(session: Session, _flush: UOWTransaction, _instances: Iterable[Any] | None) -> None:
+    # ``view``, not ``join``: ``record`` serialises each manifest at once and never changes what it shares
+    # with the row (it sets the revision in the view's own metadata dict; sealing copies).
     changes: list[Change] = []
     rows: list[ObjectMixin] = []
     for row in session.new:
         if isinstance(row, ObjectMixin):
             rows.append(row)
-            changes.append(Change(ADDED, join(row)))
+            changes.append(Change(ADDED, view(row)))
     for row in session.dirty:
         if isinstance(row, ObjectMixin) and manifest_changed(row):
             rows.append(row)
-            changes.append(Change(MODIFIED, join(row), previous_labels(row)))
+            changes.append(Change(MODIFIED, view(row), previous_labels(row)))
     for row in session.deleted:
         if isinstance(row, ObjectMixin):  # ``Session.delete``: the repositories delete with SQL instead
-            changes.append(Change(DELETED, join(row)))
+            changes.append(Change(DELETED, view(row)))
     revisions = record(session, changes)
     for row, revision in zip(rows, revisions, strict=False):
         row.resource_version = revision

@@ -37,7 +37,7 @@ from federation.store import changelog, dependents, derive, pagination
 from federation.store.dialect import among
 from federation.store.errors import AlreadyExists, Conflict, NotFound
 from federation.store.kinds import table_for
-from federation.store.manifest import Parts, generation_content, join, split
+from federation.store.manifest import Parts, generation_content, join, split, view
 from federation.store.tables import ObjectMixin, table_of
 from federation.store.types import utcnow
 
@@ -297,13 +297,15 @@ def objects(session: Session, api_version: str, kind: str, *, clock: Clock = utc
 
 
 def manifests_by_id(
-    session: Session, table: type[ObjectMixin], ids: Sequence[int]
+    session: Session, table: type[ObjectMixin], ids: Sequence[int], *, shared: bool = False
 ) -> dict[int, dict[str, Any]]:
-    """Row id → manifest for these ids of one table, in id order (one query; deleted ids are absent)."""
+    """Row id → manifest for these ids of one table, in id order (one query; deleted ids are absent).
+    ``shared``: views (``manifest.view``) instead of copies, for a reader that never mutates them."""
     if not ids:
         return {}
     statement = select(table).where(among(session, table.id, ids)).order_by(table.id)
-    return {row.id: join(row) for row in session.scalars(statement)}
+    manifest = view if shared else join
+    return {row.id: manifest(row) for row in session.scalars(statement)}
 
 
 def _name_key(model: type[ObjectMixin]) -> UniqueConstraint:

@@ -13,7 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, defer
 
 from federation.store.dialect import among
-from federation.store.manifest import join, view
+from federation.store.manifest import view
 from federation.store.repository import manifests_by_id
 from federation.store.tables import ResourceTemplateRow
 
@@ -30,18 +30,11 @@ def templates_by_id(session: Session, ids: Sequence[int]) -> list[dict[str, Any]
     return list(manifests_by_id(session, ResourceTemplateRow, ids).values())
 
 
-def templates_by_uid(session: Session, uids: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """uid → template manifest for these uids (one query); absent uids are simply missing."""
-    if not uids:
-        return {}
-    statement = select(ResourceTemplateRow).where(among(session, ResourceTemplateRow.uid, uids))
-    return {row.uid: join(row) for row in session.scalars(statement)}
-
-
 def template_views_by_uid(session: Session, uids: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """``templates_by_uid`` for a reader that never mutates them and never reads status (rendering): the
-    manifests share the rows' JSON (``manifest.view``) and the status column is not loaded. Rows, not
-    bare columns, so a Secret's data is unsealed as on every load (``sealing``)."""
+    """uid → template manifest for these uids (one query; absent uids are missing), for a reader that never
+    mutates them and never reads status (rendering, the scheduler): the manifests share the rows' JSON
+    (``manifest.view``) and the status column is not loaded. Rows, not bare columns, so a Secret's data is
+    unsealed as on every load (``sealing``)."""
     if not uids:
         return {}
     statement = (

@@ -228,9 +228,9 @@ class WorkRepository:
         # A row-value IN: exactly these keys (two separate INs would read their cross product).
         return list(self.session.scalars(select(WorkRow).where(self._keyed(sorted(wanted)))))
 
-    def by_ids(self, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
-        """Work row id → manifest for these ids (absent ids were deleted)."""
-        return manifests_by_id(self.session, WorkRow, ids)
+    def by_ids(self, ids: Sequence[int], *, shared: bool = False) -> dict[int, dict[str, Any]]:
+        """Work row id → manifest for these ids (absent ids were deleted); ``shared``: views, not copies."""
+        return manifests_by_id(self.session, WorkRow, ids, shared=shared)
 
     def binding_ids_changed_since(self, since: datetime | None) -> list[tuple[int, datetime, int, int]]:
         """(binding id, updated_at, Work id, resourceVersion) of Works written after ``since`` (all Works
