@@ -30,6 +30,13 @@ def dumps_bytes(value: Any) -> bytes:
         return json.dumps(value).encode()
 
 
+def kept(encoded: bytes) -> bytes:
+    """A copy of ``encoded`` in memory of its own size, for an encoding that is kept (an informer's
+    projection of each member object): orjson returns its bytes in the buffer it wrote them into, ~4 KB
+    whatever the length, so 30,000 kept projections of ~200 bytes held 120 MB instead of 6."""
+    return bytes(memoryview(encoded))
+
+
 def loads(text: str | bytes) -> Any:
     try:
         return orjson.loads(text)
@@ -37,4 +44,4 @@ def loads(text: str | bytes) -> Any:
         return json.loads(text)
 
 
-__all__ = ["dumps", "dumps_bytes", "loads"]
+__all__ = ["dumps", "dumps_bytes", "kept", "loads"]

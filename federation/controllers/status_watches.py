@@ -28,6 +28,7 @@ from typing import Any
 
 import orjson
 
+from federation import jsoncodec
 from federation.controllers.rendering import MANAGED_LABEL
 from federation.controllers.status_sightings import (
     Identity,
@@ -51,8 +52,10 @@ ObjectRef = tuple[str, Kind, Key]  # (cluster, kind, (namespace, name))
 
 
 def project(obj: Mapping[str, Any]) -> bytes:
-    """What an informer keeps of a member object: the canonical JSON of its ``observed_status``."""
-    return orjson.dumps(observed_status(obj), option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+    """What an informer keeps of a member object: the canonical JSON of its ``observed_status``, in
+    memory of its own size (``jsoncodec.kept``: one is kept per member object)."""
+    encoded = orjson.dumps(observed_status(obj), option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+    return jsoncodec.kept(encoded)
 
 
 def lookup_keys(identity: Identity) -> tuple[Key, ...]:

@@ -42,3 +42,8 @@ def test_a_manifest_round_trips_through_the_database(session: Session) -> None:
     session.expire_all()  # read back from the database, not the identity map
     stored = objects(session, "v1", "ConfigMap").get("default", "config")
     assert stored is not None and stored["data"] == {"key": "value", **data}
+
+
+def test_kept_is_the_same_bytes() -> None:
+    encoded = jsoncodec.dumps_bytes({"a": [1, "x"]})
+    assert jsoncodec.kept(encoded) == encoded == b'{"a":[1,"x"]}'
