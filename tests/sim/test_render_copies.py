@@ -1,0 +1,60 @@
+"""What a LIST page or a watch event renders is a copy: the stored objects never change by being read, and
+a workload is copied where rendering writes (top level, metadata), not deep-copied whole."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from federation.sim import cluster as cluster_module
+from federation.sim.cluster import SimCluster
+from federation.sim.config import Faults, SimulatorConfig
+from tests.members.helpers import deployment
+
+
+@pytest.fixture
+def cluster() -> SimCluster:
+    config = SimulatorConfig()
+    return SimCluster(config, Faults(config))
+
+
+def _deployments(cluster: SimCluster) -> Any:
+    return cluster.registry.lookup("apps", "deployments")
+
+
+def test_a_list_page_renders_workloads_without_deep_copies(
+    cluster: SimCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rtype = _deployments(cluster)
+    for name in ("a", "b", "c"):
+        cluster.create(rtype, "default", deployment(name, 2), "test")
+    stored = copy.deepcopy(cluster.store.peek_objects(rtype))
+    copies: list[object] = []
+    real = cluster_module.clone
+
+    def counted(obj: Any) -> Any:
+        copies.append(obj)
+        return real(obj)
+
+    monkeypatch.setattr(cluster_module, "clone", counted)
+    page, remaining, _ = cluster.list_page(rtype, None, "", None, None, None)
+    assert [o["metadata"]["name"] for o in page] == ["a", "b", "c"] and remaining == 0
+    assert all(o["status"]["replicas"] == 2 for o in page)  # rendered
+    assert copies == []
+    for obj in page:  # what a reader does to its copy stays in its copy
+        obj["metadata"]["resourceVersion"] = "0"
+        obj["spec"] = {}
+    assert cluster.store.peek_objects(rtype) == stored
+
+
+def test_a_watch_render_leaves_the_stored_object_alone(cluster: SimCluster) -> None:
+    rtype = _deployments(cluster)
+    cluster.create(rtype, "default", deployment("web", 1), "test")
+    [stored] = cluster.store.peek_objects(rtype)
+    before = copy.deepcopy(stored)
+    rendered = cluster.render(rtype, stored)
+    rendered["metadata"]["resourceVersion"] = "999"  # what a watch event sets
+    assert "status" in rendered
+    assert stored == before
