@@ -15,7 +15,6 @@ Invariants:
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import sys
 from collections import defaultdict
@@ -23,8 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-import orjson
-
+from federation import jsoncodec
 from federation.controllers.rendering import MANAGED_LABEL
 from federation.members.client import MemberClient
 from federation.members.errors import MemberError
@@ -79,11 +77,7 @@ class Tracked:
 def digest(statuses: Sequence[Any]) -> bytes:
     """Manifest statuses compared by a digest of their canonical JSON (a tracked Work keeps 16 bytes, not
     its statuses)."""
-    try:
-        text = orjson.dumps(list(statuses), option=orjson.OPT_SORT_KEYS)
-    except TypeError:  # what orjson refuses, the standard library's rules (as ``jsoncodec``)
-        text = json.dumps(list(statuses), sort_keys=True).encode()
-    return hashlib.blake2b(text, digest_size=16).digest()
+    return hashlib.blake2b(jsoncodec.canonical(list(statuses)), digest_size=16).digest()
 
 
 def interned(value: Any) -> Any:

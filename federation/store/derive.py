@@ -18,10 +18,10 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-import orjson
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
+from federation import jsoncodec
 from federation.store import claims
 from federation.store.childwrites import CHILD_WRITES, ChildWrites
 from federation.store.manifest import condition_status
@@ -267,37 +267,10 @@ def work_columns(namespace: str, spec: Any, status: Any, cluster_name: str | Non
 
 
 def manifest_hash(spec: Mapping[str, Any]) -> str:
-    """The sha256 of the canonical JSON of a Work's manifests: the standard library's
-    ``json.dumps(sort_keys=True, separators=(",", ":"))``, the form every stored hash was made with.
-
-    orjson writes the same bytes several times faster for what manifests hold (ASCII text, integers, most
-    floats), so its output is taken unless it may differ (``_may_differ``), and then the standard library
-    writes it: the hash never changes with the encoder, so no stored Work looks changed. (Except for NaN
-    and the infinities, which orjson writes as null: no API write can store them.)"""
+    """The sha256 of the canonical JSON of a Work's manifests (``jsoncodec.canonical``: the standard
+    library's sorted compact form, the one every stored hash was made with)."""
     manifests = (spec.get("workload") or {}).get("manifests") or []
-    try:
-        canonical = orjson.dumps(manifests, option=orjson.OPT_SORT_KEYS)
-    except TypeError:  # an integer past 64 bits, a key that is not a string: the standard library's turn
-        canonical = b""
-    if not canonical or _may_differ(canonical):
-        canonical = json.dumps(manifests, sort_keys=True, separators=(",", ":")).encode()
-    return hashlib.sha256(canonical).hexdigest()
-
-
-def _may_differ(canonical: bytes) -> bool:
-    """Whether orjson's compact JSON may differ from the standard library's: non-ASCII text and DEL (which
-    the standard library escapes as \\uXXXX), and small floats (orjson writes 1e-05 as 0.00001 and 2.5e-07
-    as 2.5e-7: ".0000", or "e-" after a digit; every other finite float is written alike). The same bytes
-    inside a string only send that manifest to the standard library, which is always right. Substring
-    searches, not a regular expression: one costs more than orjson's whole encoding."""
-    if not canonical.isascii() or b"\x7f" in canonical or b".0000" in canonical:
-        return True
-    at = canonical.find(b"e-")
-    while at > 0:
-        if 48 <= canonical[at - 1] <= 57:  # after a digit: an exponent, or text that looks like one
-            return True
-        at = canonical.find(b"e-", at + 2)
-    return False
+    return hashlib.sha256(jsoncodec.canonical(manifests)).hexdigest()
 
 
 def _binding_id(session: Session, annotations: Mapping[str, Any]) -> int | None:

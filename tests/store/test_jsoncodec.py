@@ -47,3 +47,8 @@ def test_a_manifest_round_trips_through_the_database(session: Session) -> None:
 def test_kept_is_the_same_bytes() -> None:
     encoded = jsoncodec.dumps_bytes({"a": [1, "x"]})
     assert jsoncodec.kept(encoded) == encoded == b'{"a":[1,"x"]}'
+
+
+def test_canonical_is_the_standard_librarys_sorted_compact_form() -> None:
+    for value in ({"b": 1, "a": [2.5, None]}, {"big": 2**70}, {"text": "héllo"}, [1e-05, 2.5e-07, 1e16]):
+        assert jsoncodec.canonical(value) == json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
