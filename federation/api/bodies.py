@@ -67,7 +67,11 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 async def read_json(request: Request) -> Any:
     """The request body as strict JSON; 400 BadRequest when it is empty or not acceptable."""
-    raw = await request.body()
+    return await parse_json_body(await request.body())
+
+
+async def parse_json_body(raw: bytes) -> Any:
+    """``parse_json`` on the event loop for a body up to ``INLINE_BODY_BYTES``, in the pool beyond."""
     if len(raw) <= INLINE_BODY_BYTES:
         return parse_json(raw)
     return await run_in_threadpool(parse_json, raw)

@@ -23,7 +23,7 @@ import yaml
 from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 
-from federation.api.bodies import INLINE_BODY_BYTES, parse_json, read_json
+from federation.api.bodies import parse_json, parse_json_body, read_json
 from federation.api.status import StatusError, bad_request
 from federation.model.patching import APPLY, PATCH_TYPES
 
@@ -89,9 +89,7 @@ async def read_body(request: Request) -> Any:
     raw = await request.body()
     if kind == APPLY:
         return await run_in_threadpool(parse_apply, raw)  # YAML: slow enough for the pool at any size
-    if len(raw) <= INLINE_BODY_BYTES:
-        return parse_json(raw)
-    return await run_in_threadpool(parse_json, raw)
+    return await parse_json_body(raw)
 
 
 class _ApplyLoader(yaml.SafeLoader):
