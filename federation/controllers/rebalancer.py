@@ -47,12 +47,12 @@ from federation.controllers.runtime import Clock, Outcome
 from federation.model import rebalancing
 from federation.model.rebalancer import API_VERSION, KIND
 from federation.model.rebalancing import Action, Entry, LatestDecision
-from federation.store import bulkflush, probes
+from federation.store import binding_writes, probes
 from federation.store.bindings import BindingRepository
 from federation.store.db import UnitOfWork
 from federation.store.dialect import among, pairs_among
 from federation.store.events import EventEntry, EventRepository, InvolvedObject
-from federation.store.manifest import join, split
+from federation.store.manifest import view
 from federation.store.repository import ObjectRepository, manifests_by_id
 from federation.store.tables import ResourceBindingRow, SchedulingDecisionRow, WorkloadRebalancerRow
 
@@ -84,12 +84,15 @@ class Plan:
 @dataclass(slots=True)
 class Loaded:
     """The batch's bindings by key and their latest decisions by binding uid (id, decision). A binding
-    written during the pass replaces its entry, so a second rebalancer of it starts from what was written."""
+    written during the pass replaces its entry, so a second rebalancer of it starts from what was written.
+
+    The bindings are views of ``rows`` (``manifest.view``), never edited: judging reads a few fields and a
+    trigger builds a new body (``_triggered``)."""
 
     bindings: dict[BindingKey, dict[str, Any]]
     decisions: dict[str, tuple[int, LatestDecision]]
-    # The rows behind ``bindings``, held for the pass's transaction: triggers are written to them.
-    rows: dict[BindingKey, ResourceBindingRow] = field(default_factory=dict)
+    # The rows behind ``bindings`` as read (``binding_writes.read_where``): triggers are written from them.
+    rows: dict[BindingKey, Any] = field(default_factory=dict)
 
     def state(self, key: BindingKey) -> rebalancing.BindingState | None:
         binding = self.bindings.get(key)
@@ -307,20 +310,18 @@ class WorkloadRebalancerController:
         loaded: Loaded,
         now: datetime,
     ) -> dict[BindingKey, dict[str, Any]]:
-        repo = BindingRepository(session, clock=self.clock.now)
         keys: list[BindingKey] = []
+        rewrites: list[binding_writes.Rewrite] = []
         events: list[EventEntry] = []
-        with bulkflush.deferred_children(session) as children:
-            for entry in entries:
-                key = entry.workload.binding_key()
-                row = loaded.rows[key]
-                body, message = _triggered(rebalancer, loaded.bindings[key], entry)
-                repo.objects(row.namespace).replace_loaded(row, split(body), flush=False)
-                keys.append(key)
-                events.append(EventEntry(InvolvedObject.of(body), "Normal", "RescheduleTriggered", message))
-        bulkflush.flush_rows(session, [loaded.rows[key] for key in keys], children)
+        for entry in entries:
+            key = entry.workload.binding_key()
+            body, message = _triggered(rebalancer, loaded.bindings[key], entry)
+            keys.append(key)
+            rewrites.append(binding_writes.Rewrite(loaded.rows[key], body))
+            events.append(EventEntry(InvolvedObject.of(body), "Normal", "RescheduleTriggered", message))
+        written = binding_writes.rewrite(session, rewrites, self.clock.now())
         EventRepository(session).record_many(events, now=now, source=EVENT_SOURCE)
-        return {key: join(loaded.rows[key]) for key in keys}
+        return dict(zip(keys, written, strict=True))
 
     def _trigger_isolated(
         self,
@@ -367,10 +368,10 @@ _WAIT = rebalancing.Verdict(Action.WAIT)
 def _triggered(
     rebalancer: Mapping[str, Any], binding: Mapping[str, Any], entry: Entry
 ) -> tuple[dict[str, Any], str]:
-    """The binding's body with the entry's trigger (without status: ``replace`` keeps the stored one) and
-    the event message."""
+    """The binding with the entry's trigger (a new top level and spec; the rest shared with ``binding``,
+    its status included: ``replace`` keeps the stored one anyway) and the event message."""
     at = rebalancing.format_time(entry.triggered_at)
-    body = {k: v for k, v in binding.items() if k != "status"}
+    body = dict(binding)
     body["spec"] = {**binding["spec"], "rescheduleTriggeredAt": at}
     name = rebalancer["metadata"]["name"]
     return body, f"WorkloadRebalancer {name} asked for a fresh placement (rescheduleTriggeredAt {at})"
@@ -404,9 +405,9 @@ def _load(session: Session, keys: Collection[BindingKey]) -> Loaded:
     if not keys:
         return Loaded({}, {})
     b = ResourceBindingRow
-    statement = select(b).where(pairs_among(session, (b.namespace, b.name), sorted(keys)))
-    rows = {(row.namespace, row.name): row for row in session.scalars(statement)}
-    bindings = {key: join(row) for key, row in rows.items()}
+    found = binding_writes.read_where(session, pairs_among(session, (b.namespace, b.name), sorted(keys)))
+    rows = {(row.namespace, row.name): row for row in found}
+    bindings = {key: view(row) for key, row in rows.items()}
     uids = [str(binding["metadata"]["uid"]) for binding in bindings.values()]
     return Loaded(bindings, _latest_decisions(session, uids), rows)
 

@@ -47,27 +47,27 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import or_, select
-from sqlalchemy.orm import Session, selectinload
+from sqlalchemy import or_
+from sqlalchemy.orm import Session
 
 from federation.controllers import budget_records, isolation
+from federation.controllers.cluster_snapshots import SnapshotCache, cluster_snapshots
 from federation.controllers.idle_gate import Probe
 from federation.controllers.runtime import Clock, Outcome
 from federation.model.workloadpolicy import APPLIED_WORKLOAD_POLICY_ANNOTATION, WorkloadPolicy
-from federation.scheduling import engine, planner, snapshot
+from federation.scheduling import engine, planner
 from federation.scheduling.extender import Extender
 from federation.scheduling.extenders_run import extenders_bind
 from federation.scheduling.memo import CycleMemo
 from federation.scheduling.types import ClusterSnapshot, EngineConfig, ScheduleResult, TargetCluster
 from federation.scheduling.workloadpolicy import QuotaLedger, ledger_of
-from federation.store import bulkflush, claims, requeue
+from federation.store import binding_writes, claims, requeue
 from federation.store.bindings import BindingRepository
 from federation.store.db import UnitOfWork
 from federation.store.decisions import Decision, DecisionRepository
-from federation.store.dialect import among
 from federation.store.errors import Conflict, NotFound
 from federation.store.events import EventEntry, EventRepository, InvolvedObject
-from federation.store.manifest import join, split
+from federation.store.manifest import view
 from federation.store.placements import placed_bindings
 from federation.store.repository import ObjectRepository
 from federation.store.tables import ClusterRow, ResourceBindingRow
@@ -100,7 +100,8 @@ class Pending:
     """One binding's decision, made in memory, waiting for the batch write."""
 
     item: claims.Claim
-    binding: Manifest
+    stored: Any  # the binding's row as the cycle read it (``binding_writes.read``)
+    binding: Manifest  # its manifest (a view of ``stored``)
     render: Callable[[Manifest], Manifest]
     result: ScheduleResult | None
     workload_policy: str = ""  # the key of the WorkloadPolicy governing it ("" for none)
@@ -124,6 +125,7 @@ class Scheduler:
     watches: frozenset[str] = frozenset(
         {"ResourceBinding", "ClusterResourceBinding", "Cluster", "WorkloadPolicy"}
     )
+    _snapshots: SnapshotCache = field(default_factory=SnapshotCache, init=False, repr=False)
 
     def pending(self) -> Probe:
         """The runner's idle probe: a changed cluster or a binding this pass would claim."""
@@ -132,9 +134,11 @@ class Scheduler:
 
     def reconcile(self) -> Outcome:
         self._requeue_for_cluster_changes()
+        # One memo for the pass's batches: their unchanged clusters are the same snapshots (``_snapshots``).
+        memo = CycleMemo()
         with BatchWrites(overlap=self.uow.is_postgres()) as writes:
             for _ in range(self.max_batches):
-                if self._cycle(writes) < self.batch_size:
+                if self._cycle(writes, memo) < self.batch_size:
                     break
         return Outcome.of(writes.written, "ResourceBinding", "ClusterResourceBinding")
 
@@ -156,7 +160,7 @@ class Scheduler:
 
     # -- bindings -----------------------------------------------------------------------------------
 
-    def _cycle(self, writes: BatchWrites) -> int:
+    def _cycle(self, writes: BatchWrites, memo: CycleMemo) -> int:
         """Claim and decide one batch and hand its write to ``writes``; the bindings claimed."""
         with self.uow() as session:
             claimed = claims.claim(
@@ -169,12 +173,15 @@ class Scheduler:
             )
             if not claimed:
                 return 0
-            bindings = bindings_by_id(session, [c.id for c in claimed])
-            state = load_state(session, list(bindings.values()))
+            stored = binding_writes.read(session, [c.id for c in claimed])
+            # Views, not copies: a decision reads its binding and every render builds a new manifest
+            # (``planner.apply_result``).
+            bindings = {row_id: view(row) for row_id, row in stored.items()}
+            state = load_state(session, list(bindings.values()), self._snapshots, memo)
         if state.workload_policies and writes.in_flight():
             writes.wait()  # the counts a WorkloadPolicy shares must include the batch being written
             with self.uow() as session:
-                state = load_state(session, list(bindings.values()))
+                state = load_state(session, list(bindings.values()), self._snapshots, memo)
         suspended: list[claims.Claim] = []
         pending: list[Pending] = []
         for item in claimed:
@@ -182,7 +189,7 @@ class Scheduler:
             if binding is None:
                 continue
             try:
-                decided = self._decide_binding(item, binding, state)
+                decided = self._decide_binding(item, stored[item.id], binding, state)
             except isolation.OUTAGE:
                 raise
             except Exception as exc:  # one binding's failure must not leave the rest of the batch claimed
@@ -216,19 +223,22 @@ class Scheduler:
                 session, involved, failed, reason="ScheduleBindingFailed", source=EVENT_SOURCE, now=now
             )
 
-    def _decide_binding(self, item: claims.Claim, binding: Manifest, state: CycleState) -> Pending | None:
+    def _decide_binding(
+        self, item: claims.Claim, stored: Any, binding: Manifest, state: CycleState
+    ) -> Pending | None:
         """What to write for one binding (None: suspended, nothing to write), decided in memory."""
         if planner.scheduling_suspended(binding):
             return None
         policy = planner.workload_policy_key(self._workload_policy(binding, state))
         trigger = planner.scheduling_trigger(binding, planner.gone_clusters(binding, state.clusters), policy)
         if trigger is None:
-            return Pending(item, binding, planner.sync_observed_generation, None)
+            return Pending(item, stored, binding, planner.sync_observed_generation, None)
         result = self._decide(binding, state)
         planner.record_quota(state.quota, binding, policy, result)
         now = self.clock.now()
         return Pending(
             item,
+            stored,
             binding,
             lambda current: planner.apply_result(current, result, now, trigger, policy),
             result,
@@ -309,40 +319,32 @@ class Scheduler:
             return 0
 
     def _store_batch(self, session: Session, pending: Sequence[Pending], now: datetime) -> int:
-        """Every binding of the batch from one query, written by one flush; decisions, events and claim
-        releases as a few statements for the whole batch. Raises on any failure (the caller falls back)."""
-        rows = loaded_rows(session, [p.item.id for p in pending])
-        repo = BindingRepository(session, clock=self.clock.now)
-        stored: list[tuple[Pending, Manifest, int, Manifest]] = []
-        stale: list[claims.Claim] = []
-        touched: list[ResourceBindingRow] = []
-        with bulkflush.deferred_children(session) as children:
-            for p in pending:
-                row = rows.get(p.item.id)
-                meta = p.binding["metadata"]
-                if row is None or row.generation != meta.get("generation"):
-                    stale.append(p.item)  # deleted, or decided for an older spec: the newer one is queued
-                    continue
-                current = join(row)
-                written = p.render(current)
-                explanation = (written.get("status") or {}).get(planner.EXPLANATION_KEY) or {}
-                written["status"] = planner.stored_status(written.get("status") or {})
-                objects = repo.objects(row.namespace)
-                if _spec_or_annotations_differ(current, written):
-                    objects.replace_loaded(row, split(written), flush=False)
-                    written["metadata"]["generation"] = row.generation
-                    if p.result is not None and p.result.succeeded:
-                        written["status"]["schedulerObservedGeneration"] = row.generation
-                objects.update_status_loaded(row, written.get("status"), flush=False)
-                own_bumps = int(current.get("spec") != written.get("spec"))
-                stored.append((p, written, own_bumps, explanation))
-                touched.append(row)
-        bulkflush.flush_rows(session, touched, children)
-        decided = [(w, p.result, e) for p, w, _, e in stored if p.result is not None]
+        """Every binding of the batch written as column values from the rows the cycle read
+        (``binding_writes``: a fixed handful of statements, each row checked against the version it was
+        read at); decisions, events and claim releases as a few statements for the whole batch. Raises on
+        any failure, a binding changed since it was read included (the caller falls back)."""
+        rewrites: list[binding_writes.Rewrite] = []
+        renders: list[tuple[Pending, int, Manifest]] = []
+        for p in pending:
+            current = view(p.stored)  # ``render`` builds a new manifest, this one stays as read
+            written = p.render(current)
+            explanation = (written.get("status") or {}).get(planner.EXPLANATION_KEY) or {}
+            written["status"] = planner.stored_status(written.get("status") or {})
+            if _spec_or_annotations_differ(current, written):
+                generation = binding_writes.next_generation(p.stored, written)
+                written["metadata"]["generation"] = generation
+                if p.result is not None and p.result.succeeded:
+                    written["status"]["schedulerObservedGeneration"] = generation
+            rewrites.append(binding_writes.Rewrite(p.stored, written))
+            renders.append((p, int(current.get("spec") != written.get("spec")), explanation))
+        stored = binding_writes.rewrite(session, rewrites, now)
+        decided = [
+            (w, p.result, e) for (p, _, e), w in zip(renders, stored, strict=True) if p.result is not None
+        ]
         _record_many(session, decided, now)
         done: list[claims.Claim] = []
-        retry: dict[datetime, list[claims.Claim]] = {now: stale}
-        for p, written, own_bumps, _ in stored:
+        retry: dict[datetime, list[claims.Claim]] = {}
+        for (p, own_bumps, _), written in zip(renders, stored, strict=True):
             if p.result is not None and p.result.avoid_ignored:
                 budget_records.clear_avoid_list(session, written, now, self.clock.now)
             # Our own spec write queued the binding once more; only a change by someone else may.
@@ -490,25 +492,17 @@ class BatchWrites:
 # -- reads ------------------------------------------------------------------------------------------------
 
 
-def bindings_by_id(session: Session, ids: Sequence[int]) -> dict[int, Manifest]:
-    """Row id → binding manifest, one query."""
-    statement = select(ResourceBindingRow).where(among(session, ResourceBindingRow.id, ids))
-    return {row.id: join(row) for row in session.scalars(statement)}
-
-
-def loaded_rows(session: Session, ids: Sequence[int]) -> dict[int, ResourceBindingRow]:
-    """Row id → binding row with its target and eviction-task rows (three queries, not one per row)."""
-    statement = (
-        select(ResourceBindingRow)
-        .where(among(session, ResourceBindingRow.id, ids))
-        .options(selectinload(ResourceBindingRow.targets), selectinload(ResourceBindingRow.eviction_tasks))
-    )
-    return {row.id: row for row in session.scalars(statement)}
-
-
-def load_state(session: Session, bindings: Sequence[Manifest]) -> CycleState:
+def load_state(
+    session: Session,
+    bindings: Sequence[Manifest],
+    snapshots: SnapshotCache | None = None,
+    memo: CycleMemo | None = None,
+) -> CycleState:
     """Clusters, WorkloadPolicies and the batch's templates: one query each; where the bindings of the
-    batch's namespaces that have a WorkloadPolicy run: one more (none when no such namespace)."""
+    batch's namespaces that have a WorkloadPolicy run: one more (none when no such namespace).
+
+    ``snapshots`` and ``memo``: the pass's, so the clusters that did not change since the last batch are
+    the same snapshots and their per-cluster results carry over (``cluster_snapshots``)."""
     uids = sorted(
         {str(((b.get("spec") or {}).get("resource") or {}).get("uid") or "") for b in bindings} - {""}
     )
@@ -518,21 +512,8 @@ def load_state(session: Session, bindings: Sequence[Manifest]) -> CycleState:
     quota = ledger_of(placed_bindings(session, namespaces))
     # Views without status: the engine reads a template's labels and annotations and never changes them.
     templates = template_views_by_uid(session, uids)
-    return CycleState(cluster_snapshots(session), policies, templates, quota)
-
-
-def cluster_snapshots(session: Session, ids: Sequence[int] | None = None) -> list[ClusterSnapshot]:
-    """Every cluster (or those with these row ids) as an engine snapshot; a malformed one is skipped."""
-    statement = select(ClusterRow).order_by(ClusterRow.name)
-    if ids is not None:
-        statement = statement.where(among(session, ClusterRow.id, ids))
-    snapshots = []
-    for row in session.scalars(statement):
-        try:
-            snapshots.append(snapshot.from_cluster(join(row)))
-        except ValueError as exc:
-            log.warning("cluster %s is left out of scheduling: %s", row.name, exc)
-    return snapshots
+    clusters = snapshots.load(session) if snapshots is not None else cluster_snapshots(session)
+    return CycleState(clusters, policies, templates, quota, memo=memo if memo is not None else CycleMemo())
 
 
 def consecutive_failures(session: Session, binding_uid: str, horizon: int = 32) -> int:

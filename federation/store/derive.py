@@ -144,14 +144,23 @@ def scheduling_hash(row: ClusterRow) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
+def binding_columns(spec: Any, status: Any, labels: Any) -> dict[str, Any]:
+    """A binding's derived columns from its body (the ORM path and ``binding_writes`` both use this)."""
+    spec = spec if isinstance(spec, Mapping) else {}
+    resource = spec.get("resource") or {}
+    return {
+        "template_uid": resource.get("uid") or None,
+        "policy_key": policy_key(labels or {}),
+        "cluster_sensitive": cluster_sensitive(spec, status),
+        "application_failover": bool((spec.get("failover") or {}).get("application")),
+    }
+
+
 def _binding(row: ResourceBindingRow, old_spec: Any, created: bool, sink: ChildWrites | None) -> None:
     spec = _spec_dict(row)
     old = old_spec if isinstance(old_spec, Mapping) else {}
-    resource = spec.get("resource") or {}
-    row.template_uid = resource.get("uid") or None
-    row.policy_key = policy_key(row.labels or {})
-    row.cluster_sensitive = cluster_sensitive(spec, row.status)
-    row.application_failover = bool((spec.get("failover") or {}).get("application"))
+    for column, value in binding_columns(spec, row.status, row.labels).items():
+        setattr(row, column, value)
     if created or old.get("clusters") != spec.get("clusters"):
         _sync_targets(row, spec.get("clusters") or [], sink)
     if created or old.get("gracefulEvictionTasks") != spec.get("gracefulEvictionTasks"):

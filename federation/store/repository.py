@@ -242,11 +242,16 @@ class ObjectRepository:
         self.update_status_loaded(row, status)
         return join(row)
 
-    def update_status_loaded(self, row: ObjectMixin, status: Any, *, flush: bool = True) -> bool:
-        """``update_status`` on a loaded row (see ``replace_loaded``); True when the status changed."""
+    def update_status_loaded(
+        self, row: ObjectMixin, status: Any, *, flush: bool = True, owned: bool = False
+    ) -> bool:
+        """``update_status`` on a loaded row (see ``replace_loaded``); True when the status changed.
+
+        ``owned``: the caller built ``status`` for this write and never edits it again, so the row keeps it
+        as it is instead of a copy."""
         if row.status == status:
             return False
-        row.status = clone(status)
+        row.status = status if owned else clone(status)
         row.updated_at = self._clock()
         derive.refresh(self.session, row, old_spec=row.spec, created=False, content_changed=False)
         if flush:

@@ -15,11 +15,12 @@ from tests.store.support import count_statements
 # Per cycle: claim changed clusters, claim bindings, load the batch's bindings, WorkloadPolicies,
 # clusters, templates.
 PER_CYCLE = 6
-# Per batch write: load the rows, their target rows and eviction-task rows; the batch's global revisions
-# (one statement) and change-log rows (one executemany); the bindings' UPDATEs (one executemany, each row
-# checking the resourceVersion it was read at: ``store.bulkflush``); one event upsert, clear the dirty
-# flags (executemany), release the claims.
-PER_BATCH = 9
+# Per batch write (``store.binding_writes``, from the rows the cycle read: none read again): the batch's
+# global revisions (one statement) and change-log rows (one executemany); the bindings' UPDATEs (one
+# executemany, each row checking the resourceVersion it was read at); one event upsert, clear the dirty
+# flags (executemany), release the claims. (Bindings placed before would add one DELETE of their old
+# target rows; these are placed for the first time.)
+PER_BATCH = 6
 # Per binding: nothing of its own.
 PER_BINDING = 0
 # The target rows of every binding of the batch: one INSERT (executemany); the decision records: one.

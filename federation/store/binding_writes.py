@@ -1,0 +1,219 @@
+"""Bindings rewritten as column values, without ORM objects (the scheduler's and the rebalancer's batches).
+
+Why: a rebalance reschedules a thousand bindings at once, each written twice (the rebalancer's trigger, then
+the scheduler's placement). Through the ORM every row was an instrumented object loaded with its target and
+eviction-task rows, copied into the row, diffed back out by the flush and recomputed by ``derive`` twice;
+that machinery was most of both writers' CPU. Here a binding is read as a Core row (``read``), its new
+body is split into column values once, and a batch is a fixed handful of statements (the pattern of
+``work_writes`` for Works).
+
+Invariants:
+- The same row, target rows and change-log event as the ORM path (``replace_loaded`` and
+  ``update_status_loaded``, then ``bulkflush.flush_rows``): tests compare the two column by column.
+  Generation: +1 when ``spec`` changes; ``content_updated_at`` moves when anything but the status changes;
+  a ``spec`` change queues the scheduler (``claims.queue_values``); derived columns from
+  ``derive.binding_columns``.
+- Target rows equal ``spec.clusters`` (``derive``), so the stored ones are known from the stored spec and
+  never read: a binding whose clusters change has its target rows deleted and inserted anew, deletes first.
+- A rewrite that changes ``spec.gracefulEvictionTasks`` is refused (``ValueError``, before anything is
+  written): those rows are the ORM path's (``derive._sync_eviction_tasks``).
+- Each row's UPDATE checks the resourceVersion it was read at; a row changed (or gone) since raises
+  ``Conflict`` and the caller's transaction (or savepoint) must be rolled back: the child rows were written
+  first.
+- The new body's JSON is stored as it is: ``rewrite`` takes ownership of the manifests it is given.
+- Bindings never carry Secret data, so their events are logged as they are (``sealed``).
+- Neither function autoflushes; a row this session had loaded as an ORM object is expired after the write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from types import SimpleNamespace
+from typing import Any
+
+from sqlalchemy import ColumnElement, select
+from sqlalchemy.orm import Session
+from sqlalchemy.orm.util import identity_key
+
+from federation.store import changelog, claims
+from federation.store.bulkrows import UpdateRow, insert_rows, update_rows
+from federation.store.derive import binding_columns
+from federation.store.dialect import among
+from federation.store.errors import Conflict
+from federation.store.manifest import generation_content, split, view
+from federation.store.tables import BindingTargetClusterRow, ResourceBindingRow, table_of
+
+# What ``rewrite`` reads of a stored binding: its id, version and every column a GET renders.
+COLUMNS = ("id", "resource_version", *changelog.MANIFEST_ATTRIBUTES)
+# Body columns a rewrite may change, besides ``status``; a change to any of them is a content change.
+_CONTENT = ("labels", "annotations", "metadata_extra", "spec", "extra")
+
+
+@dataclass(frozen=True, slots=True)
+class Rewrite:
+    """One binding to store: the row as read (``read``'s Core row, or any object with ``COLUMNS`` as
+    attributes) and the whole new manifest, status included (its server metadata is ignored)."""
+
+    stored: Any
+    manifest: Mapping[str, Any]
+
+
+def read(session: Session, ids: Iterable[int]) -> dict[int, Any]:
+    """The bindings with these row ids, as Core rows of ``COLUMNS`` (attributes by column name), by id:
+    one SELECT."""
+    t = table_of(ResourceBindingRow)
+    return {row.id: row for row in read_where(session, among(session, t.c.id, sorted(ids)))}
+
+
+def read_where(session: Session, condition: ColumnElement[bool]) -> list[Any]:
+    """The bindings matching ``condition``, as Core rows of ``COLUMNS``: one SELECT."""
+    t = table_of(ResourceBindingRow)
+    return list(session.execute(select(*(t.c[name] for name in COLUMNS)).where(condition)))
+
+
+def next_generation(stored: Any, manifest: Mapping[str, Any]) -> int:
+    """The generation the binding has once ``manifest`` is stored: one more when its spec changes."""
+    bumped = generation_content(stored.spec, stored.extra or {}) != generation_content(
+        manifest.get("spec"), {k: v for k, v in manifest.items() if k not in _TOP_LEVEL}
+    )
+    return int(stored.generation) + int(bumped)
+
+
+_TOP_LEVEL = frozenset({"apiVersion", "kind", "metadata", "spec", "status"})
+
+
+@dataclass(slots=True)
+class _Planned:
+    rewrite: Rewrite
+    columns: dict[str, Any]  # the row's columns after the write (what the event renders)
+    values: dict[str, Any]  # the changed ones, to write
+    queued: bool  # spec changed: the scheduler is queued
+
+
+def rewrite(session: Session, rewrites: Sequence[Rewrite], now: datetime) -> list[dict[str, Any]]:
+    """Store each binding's new body, derived columns and target rows, each at its own new revision with
+    its MODIFIED event; the bindings as stored (views), in order. A rewrite that changes nothing writes
+    nothing and answers the stored binding. ``Conflict`` if a row moved since it was read."""
+    with session.no_autoflush:
+        planned = [_plan(r, now) for r in rewrites]
+        changed = [p for p in planned if p.values]
+        if changed:
+            _write_targets(session, changed)
+            _log(session, changed)
+            _update(session, changed)
+            _expire_loaded(session, changed)
+        return [view(SimpleNamespace(**p.columns)) for p in planned]  # type: ignore[arg-type]
+
+
+def _plan(given: Rewrite, now: datetime) -> _Planned:
+    stored = given.stored
+    parts = split(given.manifest, copy=False)
+    new = {
+        "labels": parts.labels,
+        "annotations": parts.annotations,
+        "metadata_extra": parts.metadata_extra,
+        "spec": parts.spec,
+        "extra": parts.extra,
+    }
+    values = {k: v for k, v in new.items() if getattr(stored, k) != v}
+    if parts.api_version and parts.api_version != stored.api_version:
+        values["api_version"] = parts.api_version
+    old_tasks = (stored.spec or {}).get("gracefulEvictionTasks")
+    if "spec" in values and old_tasks != (parts.spec or {}).get("gracefulEvictionTasks"):
+        raise ValueError(
+            f"spec.gracefulEvictionTasks of {stored.namespace}/{stored.name} changes: not a column rewrite"
+        )
+    content = bool(values)
+    if stored.status != parts.status:
+        values["status"] = parts.status
+    columns = {name: getattr(stored, name) for name in COLUMNS}
+    if not values:
+        return _Planned(given, columns, {}, False)
+    values["generation"] = next_generation(stored, given.manifest)
+    values["updated_at"] = now
+    if content:
+        values["content_updated_at"] = now
+    derived = binding_columns(parts.spec, parts.status, parts.labels)
+    values.update(derived)
+    columns.update(values)
+    return _Planned(given, columns, values, "spec" in values)
+
+
+def _write_targets(session: Session, changed: Sequence[_Planned]) -> None:
+    """The target rows of the bindings whose ``spec.clusters`` changed: deleted, then inserted anew."""
+    moved = [
+        p
+        for p in changed
+        if "spec" in p.values and _clusters(p.rewrite.stored.spec) != _clusters(p.values["spec"])
+    ]
+    if not moved:
+        return
+    targets = table_of(BindingTargetClusterRow)
+    connection = session.connection()
+    ids = [p.rewrite.stored.id for p in moved if _clusters(p.rewrite.stored.spec)]  # those that had any
+    if ids:
+        connection.execute(targets.delete().where(among(connection, targets.c.binding_id, ids)))
+    rows = [
+        {"binding_id": p.rewrite.stored.id, "cluster_name": name, "replicas": replicas}
+        for p in moved
+        for name, replicas in _clusters(p.values["spec"]).items()
+    ]
+    insert_rows(connection, targets, rows)
+
+
+def _clusters(spec: Any) -> dict[str, int]:
+    """``spec.clusters`` as target rows hold it (``derive._sync_targets``)."""
+    clusters = spec.get("clusters") if isinstance(spec, Mapping) else None
+    return {str(c["name"]): int(c.get("replicas") or 0) for c in clusters or [] if isinstance(c, Mapping)}
+
+
+def _log(session: Session, changed: Sequence[_Planned]) -> None:
+    """A MODIFIED event per binding at its new revision (``changelog``'s rule for a changed manifest)."""
+    changes = [
+        changelog.Change(
+            changelog.MODIFIED,
+            view(SimpleNamespace(**p.columns)),  # type: ignore[arg-type]
+            _previous_labels(p),
+            sealed=True,
+        )
+        for p in changed
+    ]
+    for planned, revision in zip(changed, changelog.record(session, changes), strict=True):
+        planned.values["resource_version"] = revision
+        planned.columns["resource_version"] = revision
+
+
+def _previous_labels(planned: _Planned) -> dict[str, Any] | None:
+    return dict(planned.rewrite.stored.labels or {}) if "labels" in planned.values else None
+
+
+def _update(session: Session, changed: Sequence[_Planned]) -> None:
+    """One UPDATE per shape (the columns written, queued or not), each row matched by its id and the
+    resourceVersion it was read at."""
+    shapes: dict[tuple[tuple[str, ...], bool], list[UpdateRow]] = {}
+    for p in changed:
+        match = (p.rewrite.stored.id, p.rewrite.stored.resource_version)
+        shapes.setdefault((tuple(sorted(p.values)), p.queued), []).append((match, p.values))
+    table = table_of(ResourceBindingRow)
+    connection = session.connection()
+    for (_, queued), rows in shapes.items():
+        shared = claims.queue_values(ResourceBindingRow) if queued else None
+        matched = update_rows(connection, table, ("id", "resource_version"), rows, shared)
+        if matched != len(rows):
+            stored = changed[0].rewrite.stored  # which row moved is not told: the batch is retried as a whole
+            raise Conflict(
+                stored.kind, stored.namespace, stored.name, "a binding changed while it was rewritten"
+            )
+
+
+def _expire_loaded(session: Session, changed: Sequence[_Planned]) -> None:
+    """A row this session had loaded no longer says what the database holds."""
+    for p in changed:
+        loaded = session.identity_map.get(identity_key(ResourceBindingRow, p.rewrite.stored.id))
+        if loaded is not None:
+            session.expire(loaded)
+
+
+__all__ = ["COLUMNS", "Rewrite", "next_generation", "read", "read_where", "rewrite"]
