@@ -17,9 +17,10 @@ One reconcile:
    only the culprit is affected.
 3. On Postgres a batch's write runs on a thread of its own while the next batch is claimed and decided
    (``BatchWrites``): most of a write is waiting for the database, which the engine's work for the next
-   batch fills. At most one write is in flight and they run in batch order; the pass returns when the
-   last is committed. A batch that reads WorkloadPolicy counts waits for the write before it (its
-   ledger must see the placements written so far) and reads its cycle state again.
+   batch fills. Up to ``writes_in_flight`` (2) writes are in flight, committing in any order (their
+   bindings are disjoint); the pass returns when all are committed. A batch that reads WorkloadPolicy
+   counts waits for the writes before it (its ledger must see the placements written so far) and reads
+   its cycle state again.
 
 Invariants:
 - Karmada's triggers decide (``planner.scheduling_trigger``); with none, only
@@ -41,6 +42,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -121,6 +123,8 @@ class Scheduler:
     backoff_max_seconds: float = 300.0
     # Batches per reconcile: bounds one pass when bindings keep arriving; the next tick continues.
     max_batches: int = 10
+    # Batch writes in flight at once on Postgres (``BatchWrites``).
+    writes_in_flight: int = 2
     name: str = "scheduler"
     watches: frozenset[str] = frozenset(
         {"ResourceBinding", "ClusterResourceBinding", "Cluster", "WorkloadPolicy"}
@@ -136,7 +140,7 @@ class Scheduler:
         self._requeue_for_cluster_changes()
         # One memo for the pass's batches: their unchanged clusters are the same snapshots (``_snapshots``).
         memo = CycleMemo()
-        with BatchWrites(overlap=self.uow.is_postgres()) as writes:
+        with BatchWrites(overlap=self.uow.is_postgres(), depth=self.writes_in_flight) as writes:
             for _ in range(self.max_batches):
                 if self._cycle(writes, memo) < self.batch_size:
                     break
@@ -447,15 +451,20 @@ class Scheduler:
 
 class BatchWrites:
     """The batch writes of one pass, each on a worker thread while the pass decides the next batch
-    (``overlap``), or at once on the caller's thread (no overlap, or the pass's ``last`` batch). At most
-    one is in flight; ``submit`` waits for the one before, so they commit in batch order, and an exception
-    of a write (a database outage included) is raised in the pass, by the next ``submit``, ``wait`` or the
-    end of the ``with`` block. The worker thread is started by the first write given to it."""
+    (``overlap``), or at once on the caller's thread (no overlap, or the pass's ``last`` batch).
 
-    def __init__(self, *, overlap: bool) -> None:
+    At most ``depth`` writes are in flight, each on its own connection: a write is mostly round trips to
+    the database, and with one in flight the pass waited for them (a batch took ~40 ms to decide and ~100 ms
+    to write). Their bindings are disjoint (each claimed by this pass), so they may commit in any order.
+    ``submit`` waits for the oldest when ``depth`` are in flight; an exception of a write (a database outage
+    included) is raised in the pass, by a later ``submit``, ``wait`` or the end of the ``with`` block. The
+    worker threads start with the first write given to them."""
+
+    def __init__(self, *, overlap: bool, depth: int = 1) -> None:
         self._overlap = overlap
+        self._depth = max(1, depth)
         self._pool: ThreadPoolExecutor | None = None
-        self._future: Future[int] | None = None
+        self._futures: deque[Future[int]] = deque()
         self.written = 0
 
     def __enter__(self) -> BatchWrites:
@@ -472,21 +481,31 @@ class BatchWrites:
     def submit(
         self, write: Callable[[Sequence[Pending]], int], pending: Sequence[Pending], *, last: bool = False
     ) -> None:
-        self.wait()
+        while len(self._futures) >= self._depth:
+            self._take_oldest()
         if last or not self._overlap:
             self.written += write(pending)
             return
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(1, thread_name_prefix="scheduler-write")
-        self._future = self._pool.submit(write, pending)
+            self._pool = ThreadPoolExecutor(self._depth, thread_name_prefix="scheduler-write")
+        self._futures.append(self._pool.submit(write, pending))
 
     def in_flight(self) -> bool:
-        return self._future is not None
+        return bool(self._futures)
 
     def wait(self) -> None:
-        future, self._future = self._future, None
-        if future is not None:
-            self.written += future.result()
+        """Wait for every write in flight (the first exception is raised once all have ended)."""
+        failure: BaseException | None = None
+        while self._futures:
+            try:
+                self._take_oldest()
+            except BaseException as exc:  # the others still finish before the pass goes on
+                failure = failure or exc
+        if failure is not None:
+            raise failure
+
+    def _take_oldest(self) -> None:
+        self.written += self._futures.popleft().result()
 
 
 # -- reads ------------------------------------------------------------------------------------------------

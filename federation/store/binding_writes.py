@@ -89,7 +89,9 @@ class _Planned:
     rewrite: Rewrite
     columns: dict[str, Any]  # the row's columns after the write (what the event renders)
     values: dict[str, Any]  # the changed ones, to write
-    queued: bool  # spec changed: the scheduler is queued
+    queued: bool = False  # spec changed: the scheduler is queued
+    targets: dict[str, int] | None = None  # the new target rows, when ``spec.clusters`` changed
+    had_targets: bool = False  # whether the stored binding had any
 
 
 def rewrite(session: Session, rewrites: Sequence[Rewrite], now: datetime) -> list[dict[str, Any]]:
@@ -130,35 +132,35 @@ def _plan(given: Rewrite, now: datetime) -> _Planned:
         values["status"] = parts.status
     columns = {name: getattr(stored, name) for name in COLUMNS}
     if not values:
-        return _Planned(given, columns, {}, False)
+        return _Planned(given, columns, {})
     values["generation"] = next_generation(stored, given.manifest)
     values["updated_at"] = now
     if content:
         values["content_updated_at"] = now
-    derived = binding_columns(parts.spec, parts.status, parts.labels)
-    values.update(derived)
+    values.update(binding_columns(parts.spec, parts.status, parts.labels))
     columns.update(values)
-    return _Planned(given, columns, values, "spec" in values)
+    planned = _Planned(given, columns, values, queued="spec" in values)
+    if planned.queued:
+        old, new_targets = _clusters(stored.spec), _clusters(parts.spec)
+        if old != new_targets:
+            planned.targets, planned.had_targets = new_targets, bool(old)
+    return planned
 
 
 def _write_targets(session: Session, changed: Sequence[_Planned]) -> None:
     """The target rows of the bindings whose ``spec.clusters`` changed: deleted, then inserted anew."""
-    moved = [
-        p
-        for p in changed
-        if "spec" in p.values and _clusters(p.rewrite.stored.spec) != _clusters(p.values["spec"])
-    ]
+    moved = [p for p in changed if p.targets is not None]
     if not moved:
         return
     targets = table_of(BindingTargetClusterRow)
     connection = session.connection()
-    ids = [p.rewrite.stored.id for p in moved if _clusters(p.rewrite.stored.spec)]  # those that had any
+    ids = [p.rewrite.stored.id for p in moved if p.had_targets]
     if ids:
         connection.execute(targets.delete().where(among(connection, targets.c.binding_id, ids)))
     rows = [
         {"binding_id": p.rewrite.stored.id, "cluster_name": name, "replicas": replicas}
         for p in moved
-        for name, replicas in _clusters(p.values["spec"]).items()
+        for name, replicas in (p.targets or {}).items()
     ]
     insert_rows(connection, targets, rows)
 

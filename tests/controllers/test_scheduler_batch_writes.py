@@ -1,7 +1,8 @@
-"""The scheduler's batch writes overlapping the next batch's decisions (``scheduler.BatchWrites``): writes
-commit in batch order with at most one in flight, a write's failure reaches the pass, a pass of several
-batches schedules every binding (on Postgres with its writes on the worker thread, on SQLite without), and
-a batch that reads WorkloadPolicy counts waits for the write before it."""
+"""The scheduler's batch writes overlapping the next batch's decisions (``scheduler.BatchWrites``): with
+depth 1 writes commit in batch order with at most one in flight, with depth 2 never more than two run at
+once; a write's failure reaches the pass, a pass of several batches schedules every binding (on Postgres
+with its writes on the worker threads, on SQLite without), and a batch that reads WorkloadPolicy counts
+waits for the writes before it."""
 
 from __future__ import annotations
 
@@ -62,6 +63,24 @@ def test_writes_commit_in_batch_order_one_at_a_time(overlap: bool) -> None:
     caller = threading.current_thread().name
     # The last batch is written on the pass's own thread, the others on the worker when overlapping.
     assert write.threads == ({"scheduler-write_0", caller} if overlap else {caller})
+
+
+def test_up_to_depth_writes_run_at_once_and_every_one_is_counted() -> None:
+    write = Recorder(seconds=0.05)
+    with BatchWrites(overlap=True, depth=2) as writes:
+        for number in range(6):
+            writes.submit(write, batch(number, number), last=number == 5)
+    assert sorted(write.batches) == list(range(6))
+    assert writes.written == 12
+    assert write.most_at_once == 2  # the last, on the pass's thread, beside the one still in flight
+
+
+def test_with_two_in_flight_a_failed_write_is_raised_once_the_other_has_ended() -> None:
+    write = Recorder(seconds=0.05, fail_on=0)
+    with pytest.raises(RuntimeError, match="went away"), BatchWrites(overlap=True, depth=2) as writes:
+        writes.submit(write, batch(0))
+        writes.submit(write, batch(1))
+    assert write.batches == [1] and write.running == 0
 
 
 def test_a_failed_write_is_raised_in_the_pass() -> None:
