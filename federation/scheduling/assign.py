@@ -13,12 +13,12 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from federation.scheduling.division import (
-    Candidate,
+    Divisible,
     Division,
     UnschedulableError,
     duplicated,
@@ -28,7 +28,6 @@ from federation.scheduling.division import (
 )
 from federation.scheduling.filters import cluster_matches
 from federation.scheduling.messages import partial_placement
-from federation.scheduling.spread import ClusterInfo
 from federation.scheduling.types import (
     BindingInput,
     ClusterSnapshot,
@@ -49,9 +48,14 @@ class AttemptError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Candidates:
-    selected: Sequence[ClusterInfo]
-    allocatable: Mapping[str, int]
-    snapshots: Mapping[str, ClusterSnapshot]
+    """The selected clusters in selection order, and the feasible clusters' snapshots (static weights and
+    workload policies read their labels)."""
+
+    selected: Sequence[Divisible]
+    clusters: Sequence[ClusterSnapshot]
+
+    def snapshots(self) -> dict[str, ClusterSnapshot]:
+        return {c.name: c for c in self.clusters}
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +75,7 @@ def assign(binding: BindingInput, cands: Candidates, config: EngineConfig) -> Ou
         return Outcome(tuple(TargetCluster(n) for n in sorted(names)), trace={"strategy": "NonWorkload"})
     strategy = binding.placement.strategy()
     if binding.workload_policy is not None:
-        return _by_policy(binding, cands, names)
+        return _by_policy(binding, cands)
     try:
         division = _divide(binding, cands, names, strategy)
     except UnschedulableError as err:
@@ -83,17 +87,14 @@ def _divide(binding: BindingInput, cands: Candidates, names: list[str], strategy
     if strategy == "Duplicated":
         return duplicated(binding.replicas, names)
     if strategy == "StaticWeight":
-        snapshots = cands.snapshots
+        snapshots = cands.snapshots()
         weights = static_weights(
             names, binding.placement.static_weights(), lambda n, a: cluster_matches(a, snapshots[n])
         )
         return static_weight(binding.replicas, weights, binding.uid)
-    candidates = [
-        Candidate(i.name, cands.allocatable.get(i.name, 0), i.overflow_order) for i in cands.selected
-    ]
     return with_overflow(
         binding.replicas,
-        candidates,
+        cands.selected,
         binding.previous,
         fresh=binding.fresh,
         aggregated=strategy == "Aggregated",
@@ -109,14 +110,15 @@ def _outcome(division: Division, names: Sequence[str], config: EngineConfig) -> 
     return Outcome(targets, replicas, trace=division.trace)
 
 
-def _by_policy(binding: BindingInput, cands: Candidates, names: Sequence[str]) -> Outcome:
+def _by_policy(binding: BindingInput, cands: Candidates) -> Outcome:
     spec = binding.workload_policy
     assert spec is not None
     candidates = []
-    for name in names:
-        own = max(binding.previous.get(name, 0), 0)
-        label = cands.snapshots[name].labels.get(spec.topology_key)
-        candidates.append(PolicyCandidate(name, label, cands.allocatable.get(name, 0) + own, own))
+    snapshots = cands.snapshots()
+    for selected in cands.selected:
+        name, own = selected.name, max(binding.previous.get(selected.name, 0), 0)
+        label = snapshots[name].labels.get(spec.topology_key)
+        candidates.append(PolicyCandidate(name, label, selected.allocatable + own, own))
     result = allocate(spec, binding.replicas, candidates, binding.uid, binding.workload_policy_used)
     trace = {"strategy": "WorkloadPolicy", **result.trace}
     message = ""

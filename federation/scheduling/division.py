@@ -15,13 +15,15 @@ Invariants:
 - Not enough capacity raises ``UnschedulableError``; the caller keeps the previous placement.
 - Weight lists are ordered by weight desc with a *stable* sort over the candidate order (Karmada uses Go's
   unstable ``sort.Sort``; the order only matters for Aggregated's prefix when weights tie).
+- Candidates (anything ``Divisible``: a ``Candidate``, the engine's ``rows.Placed``) have distinct names,
+  cluster names, so weights are kept by name.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from federation.model.placement import StaticClusterWeight
 from federation.scheduling.webster import allocate_webster_seats, larger_name_wins
@@ -29,6 +31,19 @@ from federation.scheduling.webster import allocate_webster_seats, larger_name_wi
 
 class UnschedulableError(Exception):
     """Capacity is short (Karmada's ``framework.UnschedulableError``); the previous placement stays."""
+
+
+class Divisible(Protocol):
+    """What division reads of a selected cluster: ``Candidate``, or the engine's ``rows.Placed``."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def allocatable(self) -> int: ...
+
+    @property
+    def overflow_order(self) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,19 +95,14 @@ def static_weight(replicas: int, weights: Mapping[str, int], uid: str = "") -> D
     return Division(result, {"strategy": "StaticWeight", "weights": dict(weights), "target": replicas})
 
 
-def _pairs(pairs: Iterable[tuple[str, int]]) -> list[tuple[str, int]]:
-    # Webster's result does not depend on the order; only Aggregated's prefix does (it sorts again).
-    return list(pairs)
-
-
-def _scheduled(previous: Mapping[str, int], names: set[str]) -> dict[str, int]:
+def _scheduled(previous: Mapping[str, int], names: Container[str]) -> dict[str, int]:
     """``FindOutScheduledCluster``: previous entries with replicas on clusters that are still candidates."""
     return {name: count for name, count in previous.items() if count > 0 and name in names}
 
 
 def dynamic(
     desired: int,
-    candidates: Sequence[Candidate],
+    candidates: Sequence[Divisible],
     previous: Mapping[str, int],
     *,
     fresh: bool = False,
@@ -100,18 +110,20 @@ def dynamic(
     uid: str = "",
 ) -> Division:
     """DynamicWeight (``aggregated=False``) or Aggregated division with Karmada's scale up/down inertia."""
-    scheduled = _scheduled(previous, {c.name for c in candidates})
+    # Weights keep the candidate order: Webster's result does not depend on it, Aggregated's prefix does.
+    capacity = {c.name: c.allocatable for c in candidates}
+    scheduled = _scheduled(previous, capacity)
     assigned = sum(scheduled.values())
     strategy = "Aggregated" if aggregated else "DynamicWeight"
     base: dict[str, int] = {}
     if fresh:
-        weights = _pairs((c.name, c.allocatable + scheduled.get(c.name, 0)) for c in candidates)
+        weights = _plus(capacity, scheduled)
         mode, target = "fresh", desired
     elif assigned > desired:
-        weights = _pairs(scheduled.items())
+        weights = dict(scheduled)
         mode, target = "scale-down", desired
     elif assigned < desired:
-        weights = _pairs((c.name, c.allocatable) for c in candidates)
+        weights = capacity
         mode, target, base = "scale-up", desired - assigned, scheduled
     else:
         return Division(dict(scheduled), {"strategy": strategy, "mode": "steady", "target": 0})
@@ -120,21 +132,30 @@ def dynamic(
     return Division(_merge(base, delta), trace)
 
 
+def _plus(weights: Mapping[str, int], extra: Mapping[str, int]) -> dict[str, int]:
+    """``weights`` with ``extra`` added, in the order of ``weights`` (which names all of ``extra``)."""
+    total = dict(weights)
+    for name, count in extra.items():
+        total[name] += count
+    return total
+
+
 def _divide_dynamic(
     target: int,
-    weights: list[tuple[str, int]],
+    weights: dict[str, int],
     scheduled: Mapping[str, int],
     aggregated: bool,
     uid: str,
     trace: dict[str, Any],
 ) -> dict[str, int]:
-    available = sum(weight for _, weight in weights)
+    available = sum(weights.values())
     if available < target:
         raise UnschedulableError(f"Clusters available replicas {available} are not enough to schedule.")
     if aggregated:
-        weights = _aggregated_prefix(target, weights, scheduled)
-        trace["prefix"] = [name for name, _ in weights]
-    return webster_divide(target, dict(weights), uid)
+        prefix = _aggregated_prefix(target, list(weights.items()), scheduled)
+        trace["prefix"] = [name for name, _ in prefix]
+        weights = dict(prefix)
+    return webster_divide(target, weights, uid)
 
 
 def _aggregated_prefix(
@@ -156,6 +177,8 @@ def _aggregated_prefix(
 def _merge(base: Mapping[str, int], delta: Mapping[str, int]) -> dict[str, int]:
     """``util.MergeTargetClusters``: add the new replicas onto the old ones."""
     merged = dict(base)
+    if not merged:  # a first schedule, or a fresh one
+        return dict(delta)
     for name, count in delta.items():
         merged[name] = merged.get(name, 0) + count
     return merged
@@ -163,7 +186,7 @@ def _merge(base: Mapping[str, int], delta: Mapping[str, int]) -> dict[str, int]:
 
 def with_overflow(
     desired: int,
-    candidates: Sequence[Candidate],
+    candidates: Sequence[Divisible],
     previous: Mapping[str, int],
     *,
     fresh: bool = False,

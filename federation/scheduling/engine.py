@@ -14,8 +14,10 @@ Invariants:
   so (``avoid_ignored``).
 - Results list clusters sorted by name, zero-replica entries dropped for workloads (unless
   ``enable_empty_workload_propagation``).
+- Per-cluster work (verdict, scores, estimate, explanation entries) is done once per cluster in a
+  ``rows.Row``; what reads more of the binding (avoid list, extenders, MostFreeMemory's top) goes on top.
 - A ``memo`` (``memo.CycleMemo``, one per scheduler cycle) changes nothing in the result: it only lets the
-  bindings of a cycle share the per-cluster work that does not read their own lists.
+  bindings of a cycle share their rows, and the explanation entries in them (so results are never mutated).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from typing import Any
 
 from federation.scheduling import explain
 from federation.scheduling.assign import AttemptError, Candidates, assign
-from federation.scheduling.estimator import GeneralEstimator, ReplicaEstimator, estimate, memoized
+from federation.scheduling.estimator import ReplicaEstimator, bounds, memoized
 from federation.scheduling.extender import Extender
 from federation.scheduling.extenders_run import (
     ExtenderEstimator,
@@ -34,18 +36,20 @@ from federation.scheduling.extenders_run import (
     extender_scores,
     scheduler_view,
 )
-from federation.scheduling.filters import (
-    AVOID_REASON,
-    FilterContext,
-    FilterVerdict,
-    memo_key,
-    personal_clusters,
-    run_filters,
-)
+from federation.scheduling.filters import AVOID_REASON, FilterContext, FilterVerdict, run_filters
 from federation.scheduling.memo import CycleMemo
 from federation.scheduling.messages import no_cluster_fit
-from federation.scheduling.scores import score_clusters
-from federation.scheduling.spread import ClusterInfo, SelectionError, select_best_clusters
+from federation.scheduling.rows import (
+    Placed,
+    Row,
+    RowSpec,
+    SharedEntries,
+    cluster_entries,
+    placements,
+    rejudged,
+    rows_for,
+)
+from federation.scheduling.spread import SelectionError, select_best_clusters
 from federation.scheduling.types import (
     PODS,
     BindingInput,
@@ -73,12 +77,12 @@ def schedule(
 ) -> ScheduleResult:
     """Decide ``spec.clusters`` for one binding against a snapshot of the member clusters.
 
+    ``estimators``: None for Karmada's general estimator under the binding's service-class profile (worked
+    out with each cluster's row); given ones are asked per binding instead.
     ``memo``: the scheduler cycle's ``CycleMemo``, shared by the cycle's calls (same result, less work).
     """
     config = config or DEFAULT_CONFIG
-    if estimators is None:  # the general estimator under the rules of the binding's service class
-        estimators = [GeneralEstimator(config.profile_for(binding.service_class).headroom)]
-    if memo is not None:
+    if memo is not None and estimators is not None:
         estimators = memoized(estimators, memo)
     live = [c for c in clusters if not c.deleting]
     result = _over_terms(binding, live, config, extenders, estimators, memo)
@@ -99,7 +103,7 @@ def _over_terms(
     clusters: Sequence[ClusterSnapshot],
     config: EngineConfig,
     extenders: Sequence[Extender],
-    estimators: Sequence[ReplicaEstimator],
+    estimators: Sequence[ReplicaEstimator] | None,
     memo: CycleMemo | None,
 ) -> ScheduleResult:
     terms = binding.placement.affinity_terms()
@@ -138,57 +142,63 @@ def _attempt(
     term: Any,
     config: EngineConfig,
     extenders: Sequence[Extender],
-    estimators: Sequence[ReplicaEstimator],
+    estimators: Sequence[ReplicaEstimator] | None,
     memo: CycleMemo | None,
 ) -> ScheduleResult:
     strategy = binding.placement.strategy()
     overflow = binding.is_workload and strategy in ("DynamicWeight", "Aggregated")
     # ignoredByScheduler resources are the extenders' to judge: the engine's own fit leaves them out.
     ctx = FilterContext(scheduler_view(binding, extenders), term, config, overflow_allowed=overflow)
-    verdicts = _verdicts(ctx, clusters, memo)
+    spec = RowSpec(ctx, binding, own_estimate=estimators is None)
+    shared = SharedEntries(memo)
+    # ``run_filters`` looked up here, at call time: the engine's filter run is the one tests count.
+    rows = _avoided(binding, rows_for(spec, clusters, run_filters, shared, memo), shared)
     base: dict[str, Any] = {"strategy": strategy, "affinityName": term.affinity_name if term else None}
     if binding.service_class:
         base.update(serviceClass=binding.service_class, profile=config.profile_name(binding.service_class))
     try:
-        verdicts = extender_filter(binding, clusters, verdicts, extenders)
-        feasible = [c for c, v in zip(clusters, verdicts, strict=True) if v.passed]
+        if extenders:
+            rows = _extender_filtered(binding, clusters, rows, extenders, shared)
+        feasible = [row for row in rows if row.passed]
         if not feasible:
-            return _no_fit(binding, len(clusters), verdicts, base, memo)
-        extra = extender_scores(binding, feasible, extenders)
-        return _place(binding, feasible, verdicts, config, extenders, estimators, extra, base, memo)
+            return _no_fit(binding, rows, base)
+        extra = extender_scores(binding, [row.snapshot for row in feasible], extenders) if extenders else {}
+        bounds = _bounds(binding, spec, feasible, estimators, extenders)
+        placed = placements(spec, feasible, bounds, extra, shared)
+        return _place(binding, rows, feasible, placed, config, base)
     except AttemptError as err:
-        explanation = {**base, "clusters": explain.cluster_entries(verdicts, {}, {}, {}, memo)}
+        explanation = {**base, "clusters": cluster_entries(rows)}
         return ScheduleResult(_keep(binding), err.reason, str(err), explanation)
 
 
-def _verdicts(
-    ctx: FilterContext, clusters: Sequence[ClusterSnapshot], memo: CycleMemo | None
-) -> list[FilterVerdict]:
-    key = None if memo is None else memo_key(ctx, memo.pin(ctx.config))
-    if memo is None or key is None:
-        own = [run_filters(ctx, c) for c in clusters]
-    else:
-        own = memo.per_cluster(key, clusters, lambda c: run_filters(ctx, c), personal_clusters(ctx.binding))
-    avoid = ctx.binding.avoid
-    if not avoid:
-        return own
-    return [_avoided(v) if v.passed and v.cluster in avoid else v for v in own]
-
-
-def _avoided(verdict: FilterVerdict) -> FilterVerdict:
+def _avoided(binding: BindingInput, rows: list[Row], shared: SharedEntries) -> list[Row]:
     """The avoid list acts as a filter on top of the others, for this binding alone."""
-    return FilterVerdict(verdict.cluster, "Avoid", AVOID_REASON, (("Avoid", AVOID_REASON),))
+    avoid = binding.avoid
+    if not avoid:
+        return rows
+    return [rejudged(r, _avoid_verdict(r.name), shared) if r.passed and r.name in avoid else r for r in rows]
 
 
-def _no_fit(
+def _avoid_verdict(cluster: str) -> FilterVerdict:
+    return FilterVerdict(cluster, "Avoid", AVOID_REASON, (("Avoid", AVOID_REASON),))
+
+
+def _extender_filtered(
     binding: BindingInput,
-    total: int,
-    verdicts: Sequence[FilterVerdict],
-    base: dict[str, Any],
-    memo: CycleMemo | None,
-) -> ScheduleResult:
-    message = no_cluster_fit(total, [v.reason for v in verdicts if v.reason])
-    explanation = {**base, "clusters": explain.cluster_entries(verdicts, {}, {}, {}, memo)}
+    clusters: Sequence[ClusterSnapshot],
+    rows: list[Row],
+    extenders: Sequence[Extender],
+    shared: SharedEntries,
+) -> list[Row]:
+    verdicts = extender_filter(binding, clusters, [row.verdict for row in rows], extenders)
+    pairs = zip(rows, verdicts, strict=True)
+    return [row if verdict is row.verdict else rejudged(row, verdict, shared) for row, verdict in pairs]
+
+
+def _no_fit(binding: BindingInput, rows: Sequence[Row], base: dict[str, Any]) -> ScheduleResult:
+    verdicts = [row.verdict for row in rows]
+    message = no_cluster_fit(len(rows), [v.reason for v in verdicts if v.reason])
+    explanation = {**base, "clusters": cluster_entries(rows)}
     if any(v.failures and all(p == "ResourceFit" for p, _ in v.failures) for v in verdicts):
         # A cluster kept out by capacity alone can take the binding once capacity frees up, which no
         # cluster event announces: a capacity shortfall, kept and retried with back-off as Karmada does.
@@ -198,33 +208,21 @@ def _no_fit(
 
 def _place(
     binding: BindingInput,
-    feasible: Sequence[ClusterSnapshot],
-    verdicts: Sequence[FilterVerdict],
+    rows: Sequence[Row],
+    feasible: Sequence[Row],
+    placed: Sequence[Placed],
     config: EngineConfig,
-    extenders: Sequence[Extender],
-    estimators: Sequence[ReplicaEstimator],
-    extra: Mapping[str, Mapping[str, tuple[int, int]]],
     base: dict[str, Any],
-    memo: CycleMemo | None,
 ) -> ScheduleResult:
-    scores = score_clusters(binding, feasible, config, extra, memo)
-    allocatable = _allocatable(binding, feasible, estimators, extenders)
-    available = {n: a + max(binding.previous.get(n, 0), 0) for n, a in allocatable.items()}
-    tiers = {v.cluster: v.overflow_order for v in verdicts if v.passed}
-    infos = [
-        ClusterInfo(c.name, scores[c.name].total, available[c.name], c.region, tiers.get(c.name, 0))
-        for c in feasible
-    ]
-    entries = explain.cluster_entries(verdicts, scores, allocatable, available, memo)
-    explanation: dict[str, Any] = {**base, "clusters": entries}
+    explanation: dict[str, Any] = {**base, "clusters": {}}  # filled last; its place in the order is here
     try:
-        selected = select_best_clusters(binding.placement, infos, binding.replicas)
+        selected = select_best_clusters(binding.placement, placed, binding.replicas)
     except SelectionError as err:
+        explanation["clusters"] = cluster_entries(rows, placed)
         return ScheduleResult(_keep(binding), "SchedulerError", str(err), explanation)
-    explanation["selection"] = {"order": [i.name for i in selected]}
-    by_name = {c.name: c for c in feasible}
-    outcome = assign(binding, Candidates(selected, allocatable, by_name), config)
-    explain.mark_result(entries, [i.name for i in selected], outcome.replicas)
+    explanation["selection"] = {"order": [p.name for p in selected]}
+    outcome = assign(binding, Candidates(selected, [row.snapshot for row in feasible]), config)
+    explanation["clusters"] = cluster_entries(rows, placed, selected, outcome.replicas)
     explanation["division"] = explain.plain(outcome.trace)
     return _finish(binding, outcome.targets, outcome.unplaced, outcome.message, explanation)
 
@@ -242,17 +240,22 @@ def _finish(
     return ScheduleResult(targets, "Success", text, explanation, unplaced=unplaced)
 
 
-def _allocatable(
+def _bounds(
     binding: BindingInput,
-    clusters: Sequence[ClusterSnapshot],
-    estimators: Sequence[ReplicaEstimator],
+    spec: RowSpec,
+    feasible: Sequence[Row],
+    estimators: Sequence[ReplicaEstimator] | None,
     extenders: Sequence[Extender],
-) -> dict[str, int]:
-    """Extra replicas per cluster: min over estimators and extender replicas verbs (non-workloads skip)."""
+) -> dict[str, int] | None:
+    """The binding's own bounds on the rows' estimates: given estimators and extender replicas verbs, by
+    minimum (non-workloads take their replicas everywhere); None when the rows' estimates stand alone."""
     if not binding.is_workload:
-        return {c.name: binding.replicas for c in clusters}
-    chain = [*estimators, *(ExtenderEstimator(e, binding) for e in extenders if e.is_interested(binding))]
-    return estimate(chain, clusters, scheduler_view(binding, extenders).resource_request, binding.replicas)
+        return None
+    interested = [ExtenderEstimator(e, binding) for e in extenders if e.is_interested(binding)]
+    chain = [*(estimators or ()), *interested]
+    if not chain:
+        return None
+    return bounds(chain, [row.snapshot for row in feasible], spec.ctx.binding.resource_request)
 
 
 def _keep(binding: BindingInput) -> tuple[TargetCluster, ...]:
@@ -271,15 +274,17 @@ def assume(
     """
     if not result.succeeded:
         return list(snapshots)
-    growth = {t.name: t.replicas - max((previous or {}).get(t.name, 0), 0) for t in result.clusters}
-    out = []
-    for snapshot in snapshots:
-        extra = growth.get(snapshot.name, 0)
-        if extra <= 0:
-            out.append(snapshot)
+    own = previous or {}
+    growth = {t.name: t.replicas - max(own.get(t.name, 0), 0) for t in result.clusters}
+    grown = {name: extra for name, extra in growth.items() if extra > 0}
+    added = {**request, PODS: 1}
+    out = list(snapshots)
+    for index, snapshot in enumerate(snapshots):
+        extra = grown.get(snapshot.name)
+        if extra is None:
             continue
         allocating = dict(snapshot.allocating)
-        for resource, quantity in {**request, PODS: 1}.items():
+        for resource, quantity in added.items():
             allocating[resource] = allocating.get(resource, 0) + quantity * extra
-        out.append(replace(snapshot, allocating=allocating))
+        out[index] = snapshot.with_allocating(allocating)
     return out

@@ -18,7 +18,7 @@ a result of ``UNBOUNDED`` (Karmada's MaxInt32) is clamped to the binding's repli
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Protocol
 
 from federation.scheduling.memo import CycleMemo
@@ -89,6 +89,11 @@ class GeneralEstimator:
         return {c.name: general_max_replicas(c, request, self.headroom) for c in clusters}
 
 
+def memo_key(request: Resources, headroom: Mapping[str, Headroom]) -> Hashable:
+    """All that ``general_max_replicas`` reads besides the snapshot (quantities are ints, rules frozen)."""
+    return ("general-estimate", tuple(sorted(request.items())), tuple(sorted(headroom.items())))
+
+
 class MemoizedGeneralEstimator:
     """``GeneralEstimator`` answering from a cycle's memo: ``general_max_replicas`` reads only the snapshot,
     the request and the headroom rules, which make the key (quantities are ints, rules frozen values)."""
@@ -103,7 +108,7 @@ class MemoizedGeneralEstimator:
         self, clusters: Sequence[ClusterSnapshot], request: Resources
     ) -> Mapping[str, int]:
         headroom = self.headroom
-        key = ("general-estimate", tuple(sorted(request.items())), tuple(sorted(headroom.items())))
+        key = memo_key(request, headroom)
         answers = self.memo.per_cluster(key, clusters, lambda c: general_max_replicas(c, request, headroom))
         return {c.name: answer for c, answer in zip(clusters, answers, strict=True)}
 
@@ -121,10 +126,23 @@ def estimate(
     replicas: int,
 ) -> dict[str, int]:
     """Minimum over estimators per cluster; a cluster no estimator bounded is clamped to ``replicas``."""
+    return {name: clamp(value, replicas) for name, value in bounds(estimators, clusters, request).items()}
+
+
+def bounds(
+    estimators: Sequence[ReplicaEstimator], clusters: Sequence[ClusterSnapshot], request: Resources
+) -> dict[str, int]:
+    """Minimum over estimators' answers per cluster (negative answers ignored), ``UNBOUNDED`` where none
+    answered: ``estimate`` before the clamp, so that answers of several sources combine by ``min``."""
     result = {c.name: UNBOUNDED for c in clusters}
     for estimator in estimators:
         answers = estimator.max_available_replicas(clusters, request)
         for name, value in answers.items():
             if name in result and value >= 0:
                 result[name] = min(result[name], value)
-    return {name: (replicas if value == UNBOUNDED else value) for name, value in result.items()}
+    return result
+
+
+def clamp(bound: int, replicas: int) -> int:
+    """A cluster's estimate from its bound: ``replicas`` when nothing bounded it (Karmada's MaxInt32)."""
+    return replicas if bound == UNBOUNDED else bound

@@ -15,23 +15,24 @@ Shape (all keys camelCase, stable for ``describe`` and SQL queries)::
 Invariants:
 - Only plain dict/list/str/int/bool/None values, so ``json.dumps`` never fails.
 - Compact, because it is written with every decision (100 clusters for every scheduled binding): a passed
-  filter is ``{"passed": true}`` alone, and clusters with the same score parts share one score dict
-  (never mutated after it is built). With a cycle's memo the filter and score dicts are shared across the
-  cycle's explanations too, so they are never mutated either; only the per-cluster entry dicts are a
-  binding's own (``mark_result`` writes into them).
+  filter is ``{"passed": true}`` alone, and clusters with the same score parts share one score dict.
+- Nothing here mutates an entry once it is built: a cluster's entries are made once per ``rows.Row`` and
+  shared by every explanation that row serves (with a cycle's memo, by the cycle's results), so a binding's
+  marks (selected, replicas) go into a copy (``marked``). Whoever reads an explanation must not mutate it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from federation.scheduling.filters import FilterVerdict
-from federation.scheduling.memo import CycleMemo
-from federation.scheduling.scores import ClusterScore
+
+# One JSON object of the explanation (a cluster's entry, its filter or scores part).
+Entry = dict[str, Any]
 
 
-def filter_entry(verdict: FilterVerdict) -> dict[str, Any]:
+def filter_entry(verdict: FilterVerdict) -> Entry:
     if verdict.passed:
         return {"passed": True}
     return {
@@ -42,56 +43,39 @@ def filter_entry(verdict: FilterVerdict) -> dict[str, Any]:
     }
 
 
-def score_entry(score: ClusterScore) -> dict[str, Any]:
-    return {name: {"score": s, "weight": w} for name, (s, w) in score.parts.items()}
+def score_entry(parts: Mapping[str, tuple[int, int]]) -> Entry:
+    return {name: {"score": s, "weight": w} for name, (s, w) in parts.items()}
 
 
-def cluster_entries(
-    verdicts: Sequence[FilterVerdict],
-    scores: Mapping[str, ClusterScore],
-    allocatable: Mapping[str, int],
-    available: Mapping[str, int],
-    memo: CycleMemo | None = None,
-) -> dict[str, dict[str, Any]]:
-    """One entry per verdict; with the cycle's ``memo``, the filter and score dicts of the verdicts and
-    scores the memo handed out are built once per cycle and shared by its explanations (without one,
-    the score dicts of equal score parts are shared within this explanation)."""
-    found = [scores.get(v.cluster) for v in verdicts]
-    present = [s for s in found if s is not None]
-    if memo is not None:
-        filtered = memo.derived("explain-filter", verdicts, filter_entry)
-        score_parts = memo.derived("explain-scores", present, score_entry)
-    else:
-        filtered = [filter_entry(v) for v in verdicts]
-        by_parts: dict[tuple[tuple[str, tuple[int, int]], ...], dict[str, Any]] = {}
-        for kept in present:
-            parts = tuple(kept.parts.items())
-            if parts not in by_parts:
-                by_parts[parts] = score_entry(kept)
-        score_parts = [by_parts[tuple(kept.parts.items())] for kept in present]
-    shared = iter(score_parts)
-    entries: dict[str, dict[str, Any]] = {}
-    for verdict, filter_part, score in zip(verdicts, filtered, found, strict=True):
-        entry: dict[str, Any] = {"filter": filter_part, "selected": False, "replicas": 0}
-        if score is not None:
-            entry["scores"] = next(shared)
-            entry["totalScore"] = score.total
-        if verdict.cluster in allocatable:
-            entry["allocatable"] = allocatable[verdict.cluster]
-            entry["available"] = available[verdict.cluster]
-        entries[verdict.cluster] = entry
-    return entries
+def bare_entry(filter_part: Entry) -> Entry:
+    """A cluster's entry before scoring: where it stays when it was filtered out or the attempt failed."""
+    return {"filter": filter_part, "selected": False, "replicas": 0}
 
 
-def mark_result(
-    entries: dict[str, dict[str, Any]], selected: Sequence[str], replicas: Mapping[str, int]
-) -> None:
-    for name in selected:
-        if name in entries:
-            entries[name]["selected"] = True
-    for name, count in replicas.items():
-        if name in entries:
-            entries[name]["replicas"] = count
+def placed_entry(
+    filter_part: Entry, score_part: Entry, total: int, allocatable: int, available: int
+) -> Entry:
+    """A feasible cluster's entry, not selected and without replicas (``marked`` says otherwise)."""
+    return {
+        "filter": filter_part,
+        "selected": False,
+        "replicas": 0,
+        "scores": score_part,
+        "totalScore": total,
+        "allocatable": allocatable,
+        "available": available,
+    }
+
+
+def marked(entry: Entry, *, selected: bool | None = None, replicas: int | None = None) -> Entry:
+    """A copy of ``entry`` saying the cluster was selected and how many replicas it got: entries may be
+    shared by several explanations, so a binding's own marks go into a new dict, never into ``entry``."""
+    out = dict(entry)
+    if selected is not None:
+        out["selected"] = selected
+    if replicas is not None:
+        out["replicas"] = replicas
+    return out
 
 
 def plain(value: Any) -> Any:

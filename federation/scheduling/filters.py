@@ -11,12 +11,15 @@ Invariants:
   Unschedulable rather than NoClusterFit.
 - ClusterAffinity evaluates one term (the observed ``clusterAffinities`` term, or ``clusterAffinity``); for
   DynamicWeight/Aggregated workloads a cluster matching an overflow affinity passes too, with its tier.
+- Of the binding's own lists a filter reads only whether the cluster is in them (``previous``,
+  ``eviction_clusters``): verdicts are shared by the bindings that give a cluster the same membership.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from federation.model.placement import ClusterAffinity, ClusterAffinityTerm, Taint, Toleration
 from federation.scheduling.estimator import usable_free
@@ -36,16 +39,62 @@ SPREAD_REASONS = {
 @dataclass(frozen=True, slots=True)
 class FilterContext:
     """What every filter of one attempt shares: the binding, the affinity term in force, the config, and
-    the binding's service-class profile (resolved once per attempt, not per cluster)."""
+    what the filters would otherwise work out again for every cluster: the binding's service-class profile,
+    the enabled filters, the binding's kind key, tolerations, spread fields and resource-fit checks."""
 
     binding: BindingInput
     term: ClusterAffinityTerm | None
     config: EngineConfig
     overflow_allowed: bool = False
     profile: ServiceProfile = field(init=False)
+    enabled: tuple[tuple[str, FilterFn], ...] = field(init=False)
+    gvk: str = field(init=False)
+    tolerations: tuple[Toleration, ...] = field(init=False)
+    spread_fields: tuple[str, ...] = field(init=False)
+    fit_checks: tuple[FitCheck, ...] | None = field(init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "profile", self.config.profile_for(self.binding.service_class))
+        binding, config = self.binding, self.config
+        profile = config.profile_for(binding.service_class)
+        derived = {
+            "profile": profile,
+            "enabled": tuple((name, fn) for name, fn in FILTER_ORDER if config.enabled(name)),
+            "gvk": binding.gvk,
+            "tolerations": binding.placement.tolerations(),
+            "spread_fields": tuple(c.spread_by_field or "" for c in binding.placement.spreads()),
+            "fit_checks": fit_checks(binding, config, profile),
+        }
+        for name, value in derived.items():
+            object.__setattr__(self, name, value)
+
+
+@dataclass(frozen=True, slots=True)
+class FitCheck:
+    """One resource ResourceFit checks: what must stay free of it for the binding's replicas."""
+
+    resource: str
+    need: int
+    reason: str
+
+
+def fit_checks(
+    binding: BindingInput, config: EngineConfig, profile: ServiceProfile
+) -> tuple[FitCheck, ...] | None:
+    """ResourceFit's checks for the binding (see ``resource_fit``), in resource order; None when the filter
+    does not act on it."""
+    rules = profile.headroom
+    if not binding.is_workload or not (config.resource_fit or rules):
+        return None
+    count = max(binding.replicas if binding.placement.strategy() == "Duplicated" else 1, 1)
+    wanted: Mapping[str, int] = {**binding.resource_request, PODS: 1}
+    checks = []
+    for resource in sorted({*wanted, *rules}):
+        per_replica, rule = wanted.get(resource, 0), rules.get(resource)
+        if per_replica <= 0 and rule is None:
+            continue
+        cost = per_replica if rule is None else rule.cost(per_replica)
+        checks.append(FitCheck(resource, cost * count, f"cluster(s) had insufficient {resource}"))
+    return tuple(checks)
 
 
 FilterFn = Callable[[FilterContext, ClusterSnapshot], str | None]
@@ -84,7 +133,9 @@ def untolerated(taints: Sequence[Taint], tolerations: Sequence[Toleration]) -> T
 def taint_toleration(ctx: FilterContext, cluster: ClusterSnapshot) -> str | None:
     if cluster.name in ctx.binding.previous:
         return None
-    taint = untolerated(cluster.taints, ctx.binding.placement.tolerations())
+    if not cluster.taints:
+        return None
+    taint = untolerated(cluster.taints, ctx.tolerations)
     # kube-scheduler's wording: `{key: value}`, e.g. `{cluster.karmada.io/not-ready: }`.
     return None if taint is None else f"cluster(s) had untolerated taint {{{taint.key}: {taint.value or ''}}}"
 
@@ -94,20 +145,22 @@ def api_enablement(ctx: FilterContext, cluster: ClusterSnapshot) -> str | None:
         return None
     if cluster.api_enablements is None:
         return None if ctx.config.api_enablements_unreported_pass else API_REASON
-    return None if ctx.binding.gvk in cluster.api_enablements else API_REASON
+    return None if ctx.gvk in cluster.api_enablements else API_REASON
 
 
 def spread_constraint(ctx: FilterContext, cluster: ClusterSnapshot) -> str | None:
-    present = {
-        "provider": bool(cluster.provider),
-        "region": bool(cluster.region),
-        "zone": bool(cluster.zones),
-    }
-    for constraint in ctx.binding.placement.spreads():
-        field = constraint.spread_by_field or ""
-        if field in present and not present[field]:
-            return SPREAD_REASONS[field]
+    for field_name in ctx.spread_fields:
+        if field_name in SPREAD_REASONS and not _has_field(cluster, field_name):
+            return SPREAD_REASONS[field_name]
     return None
+
+
+def _has_field(cluster: ClusterSnapshot, field_name: str) -> bool:
+    if field_name == "provider":
+        return bool(cluster.provider)
+    if field_name == "region":
+        return bool(cluster.region)
+    return bool(cluster.zones)
 
 
 def cluster_eviction(ctx: FilterContext, cluster: ClusterSnapshot) -> str | None:
@@ -126,20 +179,13 @@ def resource_fit(ctx: FilterContext, cluster: ClusterSnapshot) -> str | None:
     Karmada. Skipped for non-workloads, for clusters already holding the binding (their own usage is in
     ``allocated``), and for clusters that never reported a resource summary (capacity unknown).
     """
-    binding, rules = ctx.binding, ctx.profile.headroom
-    if not binding.is_workload or not (ctx.config.resource_fit or rules):
+    checks = ctx.fit_checks  # what to check, worked out once per attempt (``fit_checks``)
+    if checks is None or cluster.name in ctx.binding.previous or cluster.allocatable is None:
         return None
-    if cluster.name in binding.previous or cluster.allocatable is None:
-        return None
-    count = max(binding.replicas if binding.placement.strategy() == "Duplicated" else 1, 1)
-    wanted: Mapping[str, int] = {**binding.resource_request, PODS: 1}
-    for resource in sorted({*wanted, *rules}):
-        per_replica, rule = wanted.get(resource, 0), rules.get(resource)
-        if per_replica <= 0 and rule is None:
-            continue
-        cost = per_replica if rule is None else rule.cost(per_replica)
-        if usable_free(cluster, resource, rules) < cost * count:
-            return f"cluster(s) had insufficient {resource}"
+    rules = ctx.profile.headroom
+    for check in checks:
+        if usable_free(cluster, check.resource, rules) < check.need:
+            return check.reason
     return None
 
 
@@ -168,16 +214,11 @@ class FilterVerdict:
         return self.plugin is None
 
 
-def personal_clusters(binding: BindingInput) -> frozenset[str]:
-    """Clusters whose verdict reads the binding's own lists (``previous``, ``eviction_clusters``): never
-    memoized, so ``memo_key`` need not hold those lists."""
-    return frozenset(binding.previous) | binding.eviction_clusters
-
-
 def memo_key(ctx: FilterContext, config_id: int) -> Hashable | None:
-    """Everything of ``ctx`` that ``run_filters`` reads for a cluster outside ``personal_clusters``: with
-    the same key and the same snapshot, the verdict is the same (``memo.CycleMemo``). ``config_id`` is the
-    memo's pin of ``ctx.config`` (the profile follows from it and the service class).
+    """Everything of ``ctx`` that ``run_filters`` reads for a cluster but whether the cluster is in the
+    binding's own lists (its membership, ``rows.memberships``): with the same key, the same membership and
+    the same snapshot, the verdict is the same (``memo.CycleMemo``). ``config_id`` is the memo's pin of
+    ``ctx.config`` (the profile follows from it and the service class).
 
     The placement is keyed whole, by value (its JSON), though the filters read only its affinity term,
     tolerations, spread constraints and strategy: a finer key than needed is never wrong. None (do not
@@ -208,11 +249,18 @@ def memo_key(ctx: FilterContext, config_id: int) -> Hashable | None:
 
 
 def run_filters(ctx: FilterContext, cluster: ClusterSnapshot) -> FilterVerdict:
-    failures = tuple(
-        (name, reason)
-        for name, fn in FILTER_ORDER
-        if ctx.config.enabled(name) and (reason := fn(ctx, cluster)) is not None
-    )
+    failures = []
+    for name, fn in ctx.enabled:
+        reason = fn(ctx, cluster)
+        if reason is not None:
+            failures.append((name, reason))
     if failures:
-        return FilterVerdict(cluster.name, failures[0][0], failures[0][1], failures)
-    return FilterVerdict(cluster.name, overflow_order=overflow_order(ctx, cluster) or 0)
+        return FilterVerdict(cluster.name, failures[0][0], failures[0][1], tuple(failures))
+    return passed_verdict(cluster.name, overflow_order(ctx, cluster) or 0)
+
+
+@lru_cache(maxsize=4096)
+def passed_verdict(cluster: str, overflow_order: int) -> FilterVerdict:
+    """A passing verdict: one value per cluster name and tier for every attempt (a scheduler cycle makes one
+    for every cluster of every new snapshot, and a frozen value is not cheap to build)."""
+    return FilterVerdict(cluster, overflow_order=overflow_order)

@@ -1,9 +1,9 @@
 """A memo of per-cluster results that the bindings of one scheduler cycle share (``engine.schedule(memo=)``).
 
 Why: a cycle decides up to ~1,000 bindings over the same cluster snapshots, and most of what the engine works
-out per cluster (filter verdicts, capacity estimates, resource scores) depends only on the snapshot and on a
-few binding inputs that many bindings share (one placement policy, one resource request). Computing each
-once per snapshot instead of once per binding is most of a cycle's engine time.
+out per cluster (filter verdict, scores, capacity estimate, explanation entries: a ``rows.Row``) depends only
+on the snapshot and on a few binding inputs that many bindings share (one placement policy, one resource
+request). Computing each once per snapshot instead of once per binding is most of a cycle's engine time.
 
 Use: the caller creates one ``CycleMemo`` per cycle, passes it to every ``schedule`` call of the cycle and
 drops it after the cycle. ``schedule`` without a memo computes everything, as it always did.
@@ -11,21 +11,27 @@ drops it after the cycle. ``schedule`` without a memo computes everything, as it
 Invariants:
 - A result is reused only for the very snapshot object it was computed from (``is``, never equality), under
   a key holding every binding input the computation reads. Each key is built next to the code that reads
-  those inputs (``filters.memo_key``, ``scores.score_clusters``, ``estimator.MemoizedGeneralEstimator``), so
-  a change to what a plugin reads changes its key in the same place.
+  those inputs (``filters.memo_key``, ``scores.memo_key``, ``estimator.memo_key``, put together by
+  ``rows.RowSpec.key``), so a change to what a plugin reads changes its key in the same place.
 - Snapshots are immutable (``types``) and ``engine.assume`` builds a new one for every cluster that took
   replicas: a cluster whose capacity changed is a miss, the others stay hits.
-- Results that depend on a cluster's name being in one of the binding's own lists (``previous``,
-  ``eviction_clusters``) are never stored: the caller names those clusters as ``personal`` and they are
-  computed for the binding alone; the ``avoid`` list is applied on top of stored verdicts, per binding.
-  Nothing an extender answers is stored (a cluster with extender score parts is ``personal`` too).
-- What is built from objects the memo hands out (the explanation's filter and score dicts, ``derived``) is
-  shared by the cycle's results, so it is never mutated (``explain``).
+- What a result reads of the caller's own lists for one cluster (whether it is in the binding's
+  ``previous``, with how many replicas, in ``eviction_clusters``: ``rows.memberships``) is that cluster's
+  *variant*: the result is stored under the key and the variant, and shared only with calls that give the
+  cluster the same variant. Clusters named ``personal`` are computed for the call alone and never stored.
+  What reads more of the binding (the ``avoid`` list, whatever an extender answers) is never stored: the
+  engine applies it per binding, on top of the stored rows.
+- Consecutive calls of one key mostly see the same list again, less the few clusters ``assume`` replaced and
+  the ones with a variant: each key keeps its last call's clusters and values by position (``_Vector``), and
+  a call compares its list with them position by position (identity, in C) and looks up only the positions
+  whose cluster changed or that had a variant or were personal, in this call or the last one. The vector
+  is a shortcut to values the slots hold or held for the same snapshot object and key, nothing more.
+- Values handed out are shared by the cycle's results, so they are never mutated (``rows``, ``explain``).
 - Memory is bounded whatever the batch size: one slot per cluster name holds the latest snapshot seen and its
   results, so a new snapshot of a cluster (after ``assume``) evicts the old one's; a slot holds at most
-  ``SLOT_LIMIT`` results and a ``derived`` table ``TABLE_LIMIT`` entries (then they start again empty).
-  The key numbering grows with the distinct keys of the cycle: a few per placement policy and request, at
-  most a few per binding.
+  ``SLOT_LIMIT`` results, a ``table`` ``TABLE_LIMIT`` entries and the memo ``VECTOR_LIMIT`` vectors (then
+  they start again empty). The key numbering grows with the distinct keys of the cycle: a few per
+  placement policy and request, and a few variants per binding.
 - Objects a key names by identity (the engine config) are pinned: the memo keeps them alive, so no other
   object can take their id while the memo lives.
 - Not thread-safe: a cycle decides its bindings one after the other on one thread.
@@ -33,17 +39,20 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Hashable, Sequence
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
+from itertools import compress
+from operator import is_not
 from typing import Any, TypeVar
 
 from federation.scheduling.types import ClusterSnapshot
 
 T = TypeVar("T")
 
-# Entries per shared table (``derived``), and results per snapshot, before they start again empty: a bound
-# on memory, not on correctness (a dropped result is computed again).
+# Entries per shared table, results per snapshot and vectors (one per key), before they start again empty:
+# a bound on memory, not on correctness (a dropped result is computed again).
 TABLE_LIMIT = 4096
 SLOT_LIMIT = 64
+VECTOR_LIMIT = 256
 
 _MISSING: Any = object()
 
@@ -58,17 +67,50 @@ class _Slot:
         self.results: dict[int, Any] = {}
 
 
+class _Vector:
+    """One key's last call: its clusters and values by position, the positions whose value was a variant's
+    or personal (not the key's own), and where each cluster name stands (None: a name came twice)."""
+
+    __slots__ = ("clusters", "index", "own", "values")
+
+    def __init__(
+        self, clusters: list[ClusterSnapshot], values: list[Any], own: set[int], index: dict[str, int] | None
+    ) -> None:
+        self.clusters = clusters
+        self.values = values
+        self.own = own
+        self.index = index
+
+    def stale(self, clusters: list[ClusterSnapshot]) -> set[int] | None:
+        """The positions where ``clusters`` holds another snapshot than the last call; None when the two
+        lists do not line up (another length or order, a name twice), so nothing can be taken by position.
+        A new snapshot of a cluster keeps its name and place in the list (``assume``)."""
+        last = self.clusters
+        if self.index is None or len(last) != len(clusters):
+            return None
+        changed = set(compress(range(len(clusters)), map(is_not, clusters, last)))
+        if any(clusters[i].name != last[i].name for i in changed):
+            return None
+        return changed
+
+
+def _index(clusters: Sequence[ClusterSnapshot]) -> dict[str, int] | None:
+    index = {c.name: i for i, c in enumerate(clusters)}
+    return index if len(index) == len(clusters) else None
+
+
 class CycleMemo:
     """Per-cluster results shared by the ``schedule`` calls of one scheduler cycle (see the module doc)."""
 
-    __slots__ = ("_keys", "_pinned", "_slots", "_tables", "hits", "misses")
+    __slots__ = ("_keys", "_pinned", "_slots", "_tables", "_vectors", "hits", "misses")
 
     def __init__(self) -> None:
         self._slots: dict[str, _Slot] = {}
         # Keys are numbered once per call: a slot looks up a small int, not a tuple of long strings.
         self._keys: dict[Hashable, int] = {}
         self._pinned: dict[int, object] = {}
-        self._tables: dict[str, dict[int, tuple[Any, Any]]] = {}
+        self._tables: dict[str, dict[Hashable, Any]] = {}
+        self._vectors: dict[int, _Vector] = {}
         self.hits = 0  # results reused
         self.misses = 0  # results computed
 
@@ -83,53 +125,81 @@ class CycleMemo:
         clusters: Sequence[ClusterSnapshot],
         compute: Callable[[ClusterSnapshot], T],
         personal: Collection[str] = (),
+        variants: Mapping[str, Hashable] | None = None,
     ) -> list[T]:
         """``[compute(c) for c in clusters]``, taking each value computed before for the same snapshot object
-        under ``key``; clusters named in ``personal`` are computed every time and never stored."""
+        under ``key``; clusters named in ``personal`` are computed every time and never stored, and a cluster
+        named in ``variants`` is stored under ``key`` and its variant (what ``compute`` reads of the caller's
+        own lists for that cluster), so it is shared only with calls that give it the same variant."""
         number = self._number(key)
+        numbers = {n: self._number((key, v)) for n, v in variants.items()} if variants else {}
+        listed = list(clusters)
+        vector = self._vectors.get(number)
+        stale = None if vector is None else vector.stale(listed)
+        positions: Collection[int]
+        if vector is None or vector.index is None or stale is None:
+            out: list[Any] = [None] * len(listed)
+            positions, index = range(len(listed)), _index(listed)
+        else:  # the last call's values, but where its cluster, variant or personal value is not this one's
+            out, index = list(vector.values), vector.index
+            named = [index[n] for names in (numbers, personal) for n in names if n in index]
+            positions = stale.union(vector.own, named)
+        own = self._look_up(number, numbers, personal, listed, positions, compute, out)
+        self.hits += len(listed) - len(positions)
+        if len(self._vectors) >= VECTOR_LIMIT and number not in self._vectors:
+            self._vectors.clear()
+        self._vectors[number] = _Vector(listed, out, own, index)
+        return out
+
+    def _look_up(
+        self,
+        number: int,
+        numbers: Mapping[str, int],
+        personal: Collection[str],
+        clusters: list[ClusterSnapshot],
+        positions: Collection[int],
+        compute: Callable[[ClusterSnapshot], Any],
+        out: list[Any],
+    ) -> set[int]:
+        """Fill ``out`` at ``positions`` from the slots (computing what is missing); the positions whose value
+        is not the key's own (a variant's, or personal)."""
         slots = self._slots
-        out: list[T] = []
-        hits = 0
-        for cluster in clusters:
-            if cluster.name in personal:
-                out.append(compute(cluster))
+        own: set[int] = set()
+        computed = 0
+        for position in positions:
+            cluster = clusters[position]
+            name = cluster.name
+            if name in personal:
+                out[position] = compute(cluster)
+                own.add(position)
+                computed += 1
                 continue
-            slot = slots.get(cluster.name)
+            slot = slots.get(name)
             if slot is None or slot.snapshot is not cluster:  # first seen, or a new snapshot (after assume)
-                slot = slots[cluster.name] = _Slot(cluster)
+                slot = slots[name] = _Slot(cluster)
             elif len(slot.results) >= SLOT_LIMIT:
                 slot.results.clear()
             results = slot.results
-            value = results.get(number, _MISSING)
+            wanted = numbers.get(name, number)
+            if wanted != number:
+                own.add(position)
+            value = results.get(wanted, _MISSING)
             if value is _MISSING:
-                value = results[number] = compute(cluster)
-            else:
-                hits += 1
-            out.append(value)
-        self.hits += hits
-        self.misses += len(out) - hits
-        return out
+                value = results[wanted] = compute(cluster)
+                computed += 1
+            out[position] = value
+        self.hits += len(positions) - computed
+        self.misses += computed
+        return own
 
-    def one(self, key: Hashable, cluster: ClusterSnapshot, compute: Callable[[ClusterSnapshot], T]) -> T:
-        """``compute(cluster)``, or the value computed before for the same snapshot object under ``key``."""
-        return self.per_cluster(key, (cluster,), compute)[0]
-
-    def derived(self, table: str, objects: Sequence[Any], compute: Callable[[Any], T]) -> list[T]:
-        """``[compute(o) for o in objects]``, reusing each value for the very same object (held alive by the
-        table) within the cycle: what is built from objects the memo hands out is built once."""
-        entries = self._tables.setdefault(table, {})
+    def table(self, name: str) -> dict[Hashable, Any]:
+        """The cycle's table ``name`` of values keyed by what they are made from (equal inputs, one object:
+        what the cycle's results share, e.g. the explanation's dicts); it starts again empty past
+        ``TABLE_LIMIT``."""
+        entries = self._tables.setdefault(name, {})
         if len(entries) >= TABLE_LIMIT:
             entries.clear()
-        out: list[T] = []
-        for obj in objects:
-            hit = entries.get(id(obj))
-            if hit is not None and hit[0] is obj:
-                out.append(hit[1])
-            else:
-                value = compute(obj)
-                entries[id(obj)] = (obj, value)
-                out.append(value)
-        return out
+        return entries
 
     def _number(self, key: Hashable) -> int:
         number = self._keys.get(key)

@@ -13,7 +13,7 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from federation.scheduling.fit import (
@@ -23,17 +23,15 @@ from federation.scheduling.fit import (
     more_free_memory_ratio,
     relative_free_memory,
 )
-from federation.scheduling.memo import CycleMemo
 from federation.scheduling.types import (
-    MEMORY,
     BindingInput,
     ClusterSnapshot,
     EngineConfig,
     Headroom,
-    Resources,
 )
 
 LOCALITY_SCORE = 100
+FREE_MEMORY = "MostFreeMemory"
 # The order of a cluster's parts (and so of its explanation's scores): the engine's plugins, then extenders.
 PLUGIN_ORDER = (
     "ClusterLocality",
@@ -55,96 +53,73 @@ def cluster_locality(binding: BindingInput, cluster: ClusterSnapshot) -> int:
     return LOCALITY_SCORE if cluster.name in binding.previous else 0
 
 
+def score_weights(binding: BindingInput, config: EngineConfig) -> dict[str, int]:
+    """The weights of the plugins that count for ``binding``: its profile's, enabled and non-zero."""
+    profile = config.profile_for(binding.service_class)
+    return {k: w for k, w in profile.score_weights.items() if w and config.enabled(k)}
+
+
+def memo_key(binding: BindingInput, config_id: int) -> Hashable:
+    """Everything of ``binding`` (besides whether a cluster is in ``previous``) that a cluster's own parts
+    and free memory read: the profile (config and service class) and the request. ``config_id`` is the
+    memo's pin of the config. MostFreeMemory's relative score also reads ``top``, which is not in the key:
+    whoever combines a part with ``top`` does it per binding (``with_free_memory``)."""
+    return ("scores", config_id, binding.service_class, tuple(sorted(binding.resource_request.items())))
+
+
 def score_clusters(
     binding: BindingInput,
     clusters: Sequence[ClusterSnapshot],
     config: EngineConfig,
     extra: Mapping[str, Mapping[str, tuple[int, int]]] | None = None,
-    memo: CycleMemo | None = None,
 ) -> dict[str, ClusterScore]:
-    """Weighted scores per cluster; ``extra`` adds externally computed parts (extenders) per cluster.
-
-    With a ``memo`` a cluster's score is reused for the same snapshot unless it involves the binding's own
-    lists: ClusterLocality reads ``previous`` and extender parts are the binding's, so clusters in
-    ``previous`` or with extender parts are scored for the binding alone. What the others' scores read is
-    the profile (the config and the service class), the request and, for MostFreeMemory, the best free
-    memory among the candidates (``top``): that is the key.
-    """
+    """Weighted scores per cluster; ``extra`` adds externally computed parts (extenders) per cluster."""
     extra = extra or {}
-    profile = config.profile_for(binding.service_class)
-    weights = {k: w for k, w in profile.score_weights.items() if w and config.enabled(k)}
-    request, headroom = binding.resource_request, profile.headroom
+    weights = score_weights(binding, config)
+    request, headroom = binding.resource_request, config.profile_for(binding.service_class).headroom
     free: dict[str, int] = {}
-    if "MostFreeMemory" in weights:
-        free = _free_memory(clusters, request, headroom, memo)
+    if FREE_MEMORY in weights:
+        free = {c.name: free_memory(c, request, headroom) for c in clusters}
     top = max(free.values(), default=0)
-
-    def score(cluster: ClusterSnapshot) -> ClusterScore:
-        parts = _own_parts(binding, cluster, weights, request, headroom, free, top)
-        parts.update(extra.get(cluster.name, {}))
-        return ClusterScore(cluster.name, sum(s * w for s, w in parts.values()), parts)
-
-    if memo is None:
-        return {cluster.name: score(cluster) for cluster in clusters}
-    # Two levels, since ``top`` moves whenever the cluster with the most free memory takes replicas: the
-    # parts that do not read it are kept under a key without it, and a score is only put together again.
-    config_id, request_key = memo.pin(config), tuple(sorted(request.items()))
-    rest_key = ("score-parts", config_id, binding.service_class, request_key)
-    rest_weights = {k: w for k, w in weights.items() if k != "MostFreeMemory"}
-    personal = {*binding.previous, *(name for name, parts in extra.items() if parts)}
-
-    def rest(cluster: ClusterSnapshot) -> dict[str, tuple[int, int]]:
-        return _own_parts(binding, cluster, rest_weights, request, headroom, free, top)
-
-    def shared(cluster: ClusterSnapshot) -> ClusterScore:
-        if cluster.name in personal:  # never stored (``per_cluster``): the binding's own score
-            return score(cluster)
-        parts = memo.one(rest_key, cluster, rest)
+    out = {}
+    for cluster in clusters:
+        parts = own_parts(binding, cluster, weights, headroom)
         if free:
-            memory = (relative_free_memory(free[cluster.name], top), weights["MostFreeMemory"])
-            with_memory = {**parts, "MostFreeMemory": memory}
-            parts = {name: with_memory[name] for name in PLUGIN_ORDER if name in with_memory}
-        return ClusterScore(cluster.name, sum(s * w for s, w in parts.values()), parts)
-
-    key = ("scores", config_id, binding.service_class, request_key, top)
-    scored = memo.per_cluster(key, clusters, shared, personal)
-    return {cluster.name: value for cluster, value in zip(clusters, scored, strict=True)}
+            parts = with_free_memory(parts, relative_free_memory(free[cluster.name], top), weights)
+        parts.update(extra.get(cluster.name, {}))
+        out[cluster.name] = ClusterScore(cluster.name, total(parts), parts)
+    return out
 
 
-def _own_parts(
+def total(parts: Mapping[str, tuple[int, int]]) -> int:
+    return sum(s * w for s, w in parts.values())
+
+
+def with_free_memory(
+    parts: Mapping[str, tuple[int, int]], score: int, weights: Mapping[str, int]
+) -> dict[str, tuple[int, int]]:
+    """``parts`` with MostFreeMemory's (score, weight) in its place in ``PLUGIN_ORDER``."""
+    with_memory = {**parts, FREE_MEMORY: (score, weights[FREE_MEMORY])}
+    return {name: with_memory[name] for name in PLUGIN_ORDER if name in with_memory}
+
+
+def own_parts(
     binding: BindingInput,
     cluster: ClusterSnapshot,
     weights: Mapping[str, int],
-    request: Resources,
     headroom: Mapping[str, Headroom],
-    free: Mapping[str, int],
-    top: int,
 ) -> dict[str, tuple[int, int]]:
-    """The engine's own plugins' (score, weight) for one cluster, in ``PLUGIN_ORDER``."""
+    """The engine's own plugins' (score, weight) for one cluster, in ``PLUGIN_ORDER``, but MostFreeMemory,
+    which reads the other candidates too (``with_free_memory``)."""
+    request = binding.resource_request
     parts: dict[str, tuple[int, int]] = {}
     if "ClusterLocality" in weights:
         parts["ClusterLocality"] = (cluster_locality(binding, cluster), weights["ClusterLocality"])
     if "LeastAllocated" in weights:
         parts["LeastAllocated"] = (least_allocated(cluster, request, headroom), weights["LeastAllocated"])
-    if "MostFreeMemory" in weights:
-        parts["MostFreeMemory"] = (relative_free_memory(free[cluster.name], top), weights["MostFreeMemory"])
     if "BalancedAllocation" in weights:
         score = balanced_allocation(cluster, request, headroom)
         parts["BalancedAllocation"] = (score, weights["BalancedAllocation"])
     if "MoreFreeMemoryRatio" in weights:
         parts["MoreFreeMemoryRatio"] = (more_free_memory_ratio(cluster), weights["MoreFreeMemoryRatio"])
     return parts
-
-
-def _free_memory(
-    clusters: Sequence[ClusterSnapshot],
-    request: Resources,
-    headroom: Mapping[str, Headroom],
-    memo: CycleMemo | None,
-) -> dict[str, int]:
-    """Each cluster's free memory after one more replica (``free_memory``), from ``memo`` when given."""
-    if memo is None:
-        return {c.name: free_memory(c, request, headroom) for c in clusters}
-    key = ("free-memory", request.get(MEMORY, 0), tuple(sorted(headroom.items())))
-    values = memo.per_cluster(key, clusters, lambda c: free_memory(c, request, headroom))
-    return {c.name: value for c, value in zip(clusters, values, strict=True)}

@@ -14,12 +14,42 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
+from typing import Protocol, TypeVar
 
 from federation.model.placement import Placement, SpreadConstraint
 
 
 class SelectionError(Exception):
     """Spread constraints cannot be met (Karmada returns a plain error → reason SchedulerError)."""
+
+
+class Ranked(Protocol):
+    """A feasible cluster as selection reads it: ``ClusterInfo``, or the engine's ``rows.Placed``.
+
+    ``rank`` is the cluster's place in the order (``sort_clusters``), a tuple compared in C.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def score(self) -> int: ...
+
+    @property
+    def available(self) -> int: ...
+
+    @property
+    def region(self) -> str: ...
+
+    @property
+    def overflow_order(self) -> int: ...
+
+    @property
+    def rank(self) -> tuple[int, int, int, str]: ...
+
+
+R = TypeVar("R", bound=Ranked)
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +62,10 @@ class ClusterInfo:
     region: str = ""
     overflow_order: int = 0
 
+    @property
+    def rank(self) -> tuple[int, int, int, str]:
+        return (self.overflow_order, -self.score, -self.available, self.name)
+
 
 @dataclass(frozen=True, slots=True)
 class GroupInfo:
@@ -42,8 +76,11 @@ class GroupInfo:
     weight: int
 
 
-def sort_clusters(clusters: Sequence[ClusterInfo]) -> list[ClusterInfo]:
-    return sorted(clusters, key=lambda c: (c.overflow_order, -c.score, -c.available, c.name))
+def sort_clusters(clusters: Sequence[R]) -> list[R]:
+    return sorted(clusters, key=_rank)
+
+
+_rank = attrgetter("rank")
 
 
 def ignores_spread_constraints(placement: Placement) -> bool:
@@ -55,9 +92,7 @@ def ignores_spread_constraints(placement: Placement) -> bool:
     return wp is None or bool(wp.static_weight_list)
 
 
-def select_best_clusters(
-    placement: Placement, clusters: Sequence[ClusterInfo], replicas: int
-) -> list[ClusterInfo]:
+def select_best_clusters(placement: Placement, clusters: Sequence[R], replicas: int) -> list[R]:
     """``SelectBestClusters``: the clusters to divide over, in selection order."""
     ordered = sort_clusters(clusters)
     constraints = {c.effective_field(): c for c in placement.spreads()}
@@ -72,8 +107,8 @@ def select_best_clusters(
 
 
 def select_by_cluster(
-    constraint: SpreadConstraint, ordered: Sequence[ClusterInfo], need_replicas: int | None
-) -> list[ClusterInfo]:
+    constraint: SpreadConstraint, ordered: Sequence[R], need_replicas: int | None
+) -> list[R]:
     """Top ``maxGroups`` clusters; for divided workloads swap in bigger clusters until capacity suffices."""
     if len(ordered) < constraint.effective_min_groups():
         raise SelectionError("the number of feasible clusters is less than spreadConstraint.MinGroups")
@@ -86,9 +121,7 @@ def select_by_cluster(
     return chosen
 
 
-def _swap_for_capacity(
-    chosen: list[ClusterInfo], rest: list[ClusterInfo], need_replicas: int
-) -> list[ClusterInfo] | None:
+def _swap_for_capacity(chosen: list[R], rest: list[R], need_replicas: int) -> list[R] | None:
     """``selectClustersByAvailableResource``: from the last selected to the first, swap in the unselected
     cluster with the most available replicas when that is strictly more."""
     index = len(chosen) - 1
@@ -104,7 +137,7 @@ def _swap_for_capacity(
 
 
 def group_score(
-    clusters: Sequence[ClusterInfo], replicas: int, min_groups: int, cluster_min_groups: int, divided: bool
+    clusters: Sequence[Ranked], replicas: int, min_groups: int, cluster_min_groups: int, divided: bool
 ) -> int:
     """``calcGroupScore`` for one region (clusters in global order)."""
     if not divided:
@@ -127,12 +160,12 @@ def group_score(
 def select_by_region(
     region: SpreadConstraint,
     cluster: SpreadConstraint | None,
-    ordered: Sequence[ClusterInfo],
+    ordered: Sequence[R],
     replicas: int,
     divided: bool,
-) -> list[ClusterInfo]:
+) -> list[R]:
     """``selectBestClustersByRegion``: best region set, best cluster of each, then fill by score."""
-    regions: dict[str, list[ClusterInfo]] = {}
+    regions: dict[str, list[R]] = {}
     for info in ordered:
         if info.region:
             regions.setdefault(info.region, []).append(info)
@@ -146,10 +179,10 @@ def select_by_region(
 
 
 def select_from_regions(
-    regions: Mapping[str, tuple[int, Sequence[ClusterInfo]]],
+    regions: Mapping[str, tuple[int, Sequence[R]]],
     region: SpreadConstraint,
     cluster: SpreadConstraint | None,
-) -> list[ClusterInfo]:
+) -> list[R]:
     """Region selection given each region's score and its clusters (in global order)."""
     if len(regions) < region.effective_min_groups():
         raise SelectionError("the number of feasible region is less than spreadConstraint.MinGroups")
@@ -162,7 +195,7 @@ def select_from_regions(
     return fill_from_regions([regions[g.name][1] for g in chosen], cluster_max)
 
 
-def fill_from_regions(chosen: Sequence[Sequence[ClusterInfo]], cluster_max: int) -> list[ClusterInfo]:
+def fill_from_regions(chosen: Sequence[Sequence[R]], cluster_max: int) -> list[R]:
     """The first cluster of each chosen region, then the rest by score desc, available desc, name asc."""
     selected = [members[0] for members in chosen]
     rest = sort_clusters([c for members in chosen for c in members[1:]])

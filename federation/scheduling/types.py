@@ -56,6 +56,26 @@ class ClusterSnapshot:
         used = self.allocated.get(resource, 0) + self.allocating.get(resource, 0)
         return self.allocatable.get(resource, 0) - used
 
+    def with_allocating(self, allocating: Resources) -> ClusterSnapshot:
+        """This snapshot with another ``allocating``: ``dataclasses.replace`` at half the cost, since
+        ``engine.assume`` makes one for every cluster that took replicas, binding after binding. Every field
+        is named here (a test holds it to ``replace`` over all of them)."""
+        return ClusterSnapshot(
+            name=self.name,
+            labels=self.labels,
+            provider=self.provider,
+            region=self.region,
+            zone=self.zone,
+            zones=self.zones,
+            taints=self.taints,
+            ready=self.ready,
+            deleting=self.deleting,
+            api_enablements=self.api_enablements,
+            allocatable=self.allocatable,
+            allocated=self.allocated,
+            allocating=allocating,
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class TargetCluster:

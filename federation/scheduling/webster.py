@@ -11,16 +11,23 @@ offers of the union. We take every offer whose priority is above a divisor-estim
 that is closed under "better than", so a prefix of the global order) and then add or remove single
 offers with a heap until exactly ``N`` are taken. The fix-up is O(parties) in the typical case, so the
 cost does not grow with the number of seats.
+
+With no seats held and no more seats than parties (a scheduler's usual case: a few replicas over many
+clusters), only the ``N`` parties with the best first offers can win a seat: ``_few_seats`` runs the
+seat-by-seat method over them alone, after one sort that C does.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
+from bisect import bisect_left
 from collections.abc import Mapping
 
 _FNV32_OFFSET = 0x811C9DC5
 _FNV32_PRIME = 0x01000193
+# Integers below 2**53 convert to float64 exactly (so their order and equality carry over).
+_FLOAT_EXACT = 2**53
 
 
 def fnv1a_32(text: str) -> int:
@@ -55,9 +62,11 @@ def allocate_webster_seats(
     with ``tieBreakerByUID`` (``prefer_larger_names=larger_name_wins(uid)``).
     """
     initial = initial or {}
-    names = sorted(votes.keys() | initial.keys())
+    names = sorted(votes.keys() | initial.keys()) if initial else sorted(votes)
     if not names:
         return {}
+    if 0 < new_seats <= len(names) and not initial and _exact_in_float(votes):
+        return _few_seats(new_seats, votes, names, prefer_larger_names)
     fv = [float(votes.get(name, 0)) for name in names]
     s0 = [int(initial.get(name, 0)) for name in names] if initial else [0] * len(names)
     if new_seats <= 0:
@@ -71,6 +80,38 @@ def allocate_webster_seats(
     elif surplus < 0:
         _add_best(-surplus, fv, sign, seats)
     return dict(zip(names, seats, strict=True))
+
+
+def _exact_in_float(votes: Mapping[str, int]) -> bool:
+    """Every vote non-negative and below 2**53: ordering the votes orders their float64 priorities alike."""
+    return min(votes.values()) >= 0 and max(votes.values()) < _FLOAT_EXACT
+
+
+def _few_seats(
+    new_seats: int, votes: Mapping[str, int], names: list[str], prefer_larger_names: bool
+) -> dict[str, int]:
+    """No seats held and no more seats than parties (a scheduler's usual case: a few replicas over many
+    clusters): seat by seat over the ``new_seats`` parties with the best first offers, in C but for them.
+
+    No other party can win a seat: each of its offers is beaten by those ``new_seats`` first offers. A first
+    offer is the party's votes, so the best ones are the votes in descending order (``_exact_in_float``),
+    equal votes in name order (a stable sort keeps it; reversed when larger names win).
+    """
+    ranked = sorted(reversed(names) if prefer_larger_names else names, key=votes.__getitem__, reverse=True)
+    winners = ranked[:new_seats]
+    seats = dict.fromkeys(names, 0)
+    if _priority(votes[winners[-1]], 0) >= _priority(votes[winners[0]], 1):
+        # The worst first offer taken beats the best second offer (or ties it, with fewer seats): one each.
+        seats.update(dict.fromkeys(winners, 1))
+        return seats
+    sign = -1 if prefer_larger_names else 1
+    heap = [(-float(votes[n]), 0, sign * bisect_left(names, n), n) for n in winners]
+    heapq.heapify(heap)
+    for _ in range(new_seats):
+        _, k, rank, name = heap[0]
+        seats[name] = k + 1
+        heapq.heapreplace(heap, (-_priority(votes[name], k + 1), k + 1, rank, name))
+    return seats
 
 
 def _estimate(new_seats: int, fv: list[float], s0: list[int]) -> list[int]:
@@ -112,8 +153,9 @@ def _add_best(count: int, fv: list[float], sign: int, seats: list[int]) -> None:
     A party whose next offer is not among the ``count`` best next offers cannot win any seat, so the heap
     starts from those only.
     """
-    nxt = [x / (2 * k + 1) for x, k in zip(fv, seats, strict=True)]
-    cut = heapq.nlargest(count, nxt)[-1] if count < len(nxt) else -math.inf
+    # With no seats held yet, each party's next offer is its votes (``x / 1``).
+    nxt = [x / (2 * k + 1) for x, k in zip(fv, seats, strict=True)] if any(seats) else fv
+    cut = sorted(nxt, reverse=True)[count - 1] if count < len(nxt) else -math.inf
     heap = [(-p, seats[i], sign * i, i) for i, p in enumerate(nxt) if p >= cut]
     heapq.heapify(heap)
     for _ in range(count):

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from federation.model import quantity
 from federation.scheduling import engine, snapshot
+from federation.scheduling import memo as memo_module
 from federation.scheduling.engine import assume, schedule
 from federation.scheduling.memo import CycleMemo
 from federation.scheduling.types import ClusterSnapshot, EngineConfig, Headroom, ServiceProfile
@@ -223,3 +224,73 @@ def test_per_cluster_answers_what_compute_would(calls) -> None:
         got = memo.per_cluster(key, asked, compute, personal)
         want = [(key, id(c), number if c.name in personal else None) for c in asked]
         assert got == want
+
+
+def test_a_variant_is_shared_only_with_calls_giving_the_cluster_the_same_variant() -> None:
+    memo, snapshots, runs = CycleMemo(), clusters(3), NumberedRuns()
+    assert memo.per_cluster("k", snapshots, runs, variants={"m0": (True, 1)}) == [1, 2, 3]
+    assert memo.per_cluster("k", snapshots, runs) == [4, 2, 3]  # m0 without its variant: the key's own
+    assert memo.per_cluster("k", snapshots, runs, variants={"m0": (True, 1)}) == [1, 2, 3]
+    assert memo.per_cluster("k", snapshots, runs, variants={"m0": (True, 2), "m2": (True, 1)}) == [5, 2, 6]
+    assert memo.per_cluster("k", snapshots, runs) == [4, 2, 3]
+    assert runs.clusters == ["m0", "m1", "m2", "m0", "m0", "m2"]
+
+
+def test_previous_clusters_are_shared_by_bindings_holding_as_many_replicas(filter_runs: list[str]) -> None:
+    memo, snapshots = CycleMemo(), clusters()
+    first = make_binding(2, DYNAMIC, name="a", resource_request=REQUEST, previous={"m0": 1})
+    same = make_binding(2, DYNAMIC, name="b", resource_request=REQUEST, previous={"m0": 1})
+    more = make_binding(2, DYNAMIC, name="c", resource_request=REQUEST, previous={"m0": 2})
+    schedule(first, snapshots, memo=memo)
+    filter_runs.clear()
+    got = schedule(same, snapshots, memo=memo)
+    assert filter_runs == []  # m0 as a cluster holding 1 replica of the binding: the first one's row
+    assert got == schedule(same, snapshots)
+    filter_runs.clear()
+    got = schedule(more, snapshots, memo=memo)
+    assert filter_runs == ["m0"]  # m0 holds 2 replicas of this one: its available replicas differ
+    assert got == schedule(more, snapshots)
+    m0 = got.explanation["clusters"]["m0"]
+    assert m0["available"] == m0["allocatable"] + 2
+
+
+def test_vectors_and_tables_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(memo_module, "VECTOR_LIMIT", 3)
+    monkeypatch.setattr(memo_module, "TABLE_LIMIT", 2)
+    memo, snapshots = CycleMemo(), clusters(2)
+    for key in range(10):
+        assert memo.per_cluster(key, snapshots, NumberedRuns()) == [1, 2]
+        assert len(memo._vectors) <= 3
+    table = memo.table("t")
+    table.update(a=1, b=2)
+    assert memo.table("t") == {}  # full: it starts again empty
+    assert memo.table("t") is table
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["a", "b"]),  # the key
+            st.sets(st.integers(0, 3), max_size=2),  # positions replaced by a new snapshot
+            st.dictionaries(st.sampled_from(["m0", "m1", "m2", "m3", "gone"]), st.integers(0, 2), max_size=3),
+            st.booleans(),  # the pool reversed
+        ),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_per_cluster_with_variants_answers_what_compute_would(calls) -> None:
+    """Whatever the sequence of keys, new snapshots, orders and variants: each value is the one computed
+    for that very snapshot under that key and the cluster's variant in this call."""
+    memo, pool = CycleMemo(), clusters(4)
+    for key, replaced, variants, reverse in calls:
+        for position in replaced:
+            pool[position] = replace(pool[position])
+        asked = list(reversed(pool)) if reverse else list(pool)
+
+        def compute(cluster: ClusterSnapshot, key: str = key, variants: dict[str, int] = variants) -> Any:
+            return (key, id(cluster), variants.get(cluster.name))
+
+        got = memo.per_cluster(key, asked, compute, variants=variants)
+        assert got == [(key, id(c), variants.get(c.name)) for c in asked]

@@ -10,6 +10,7 @@ and a deterministic extender (filter, priorities, replicas, an ignored resource)
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -229,3 +230,21 @@ def test_shared_memo_gives_the_same_results_as_none(
         assert (got.result, got.message) == (want.result, want.message)
         assert got.explanation == want.explanation
         assert got == want
+
+
+@settings(max_examples=100, deadline=None)
+@given(binding_list(), cluster_list(), st.sampled_from(CONFIGS), st.sampled_from([(), (ParityExtender(),)]))
+def test_results_never_change_after_they_are_returned(
+    bindings: list[BindingInput],
+    clusters: list[ClusterSnapshot],
+    config: EngineConfig,
+    extenders: tuple[ParityExtender, ...],
+) -> None:
+    """A cycle's results share rows and explanation entries: no later binding's marks reach an earlier one."""
+    snapshots, memo, seen = list(clusters), CycleMemo(), []
+    for binding in bindings * 2:
+        result = schedule(binding, snapshots, config, extenders, memo=memo)
+        seen.append((result, json.dumps(result.explanation, sort_keys=True)))
+        snapshots = assume(snapshots, result, binding.resource_request, binding.previous)
+    now = [json.dumps(result.explanation, sort_keys=True) for result, _ in seen]
+    assert now == [text for _, text in seen]

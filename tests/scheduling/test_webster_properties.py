@@ -107,3 +107,37 @@ def test_static_weight_worked_example() -> None:
 def test_all_zero_votes_round_robin() -> None:
     assert allocate_webster_seats(5, {"a": 0, "b": 0}) == {"a": 3, "b": 2}
     assert allocate_webster_seats(0, {}) == {}
+
+
+many = st.sampled_from([f"member{i:03d}" for i in range(40)])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(
+        many,
+        st.one_of(
+            st.sampled_from([0, 1, 2, 3, 6, 9, 2000, 2001]),  # ties, and second offers that tie first ones
+            st.integers(0, 10**6),
+            st.integers(2**53 - 2, 2**53 + 2),  # where float64 stops telling integers apart
+        ),
+        min_size=1,
+        max_size=40,
+    ),
+    st.integers(1, 40),
+    st.booleans(),
+)
+def test_few_seats_over_many_parties_equal_seat_by_seat(
+    votes: dict[str, int], seats: int, larger: bool
+) -> None:
+    """The scheduler's usual case (``_few_seats``): no more seats than parties, none held."""
+    fast = allocate_webster_seats(seats, votes, prefer_larger_names=larger)
+    assert fast == naive_webster(seats, votes, {}, larger)
+    assert list(fast) == sorted(votes)  # every party listed, by name
+
+
+def test_few_seats_with_a_second_seat_for_the_strongest() -> None:
+    votes = {"a": 900, "b": 300, "c": 299, "d": 1}
+    # a's second offer (300) ties b's first and beats c's: a, then b (fewer seats wins the tie), then a.
+    assert allocate_webster_seats(3, votes) == {"a": 2, "b": 1, "c": 0, "d": 0}
+    assert allocate_webster_seats(3, votes) == naive_webster(3, votes, {}, False)

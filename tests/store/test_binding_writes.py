@@ -179,6 +179,9 @@ def test_an_eviction_task_change_is_refused_before_anything_is_written(session: 
     stored = binding_writes.read(session, [row_id])[row_id]
     task = {"fromCluster": "member1", "reason": "TaintUntolerated", "producer": "taint-manager"}
     evicted = {**view(stored), "spec": {**stored.spec, "gracefulEvictionTasks": [task]}}
-    with count_statements(session.get_bind()) as log, pytest.raises(ValueError, match="gracefulEvictionTasks"):
+    with (
+        count_statements(session.get_bind()) as log,
+        pytest.raises(ValueError, match="gracefulEvictionTasks"),
+    ):
         binding_writes.rewrite(session, [binding_writes.Rewrite(stored, evicted)], NOW)
     assert log.count == 0
