@@ -167,17 +167,20 @@ class Scheduler:
     def _cycle(self, writes: BatchWrites, memo: CycleMemo) -> int:
         """Claim and decide one batch and hand its write to ``writes``; the bindings claimed."""
         with self.uow() as session:
-            claimed = claims.claim(
+            # The rows whole, from the claim itself (``binding_writes.COLUMNS``: what the write needs).
+            rows = claims.claim_rows(
                 session,
                 ResourceBindingRow,
                 self.identity,
                 self.batch_size,
                 self.clock.now(),
                 self.claim_seconds,
+                columns=binding_writes.COLUMNS,
             )
-            if not claimed:
+            if not rows:
                 return 0
-            stored = binding_writes.read(session, [c.id for c in claimed])
+            claimed = [item for item, _ in rows]
+            stored = {item.id: row for item, row in rows}
             # Views, not copies: a decision reads its binding and every render builds a new manifest
             # (``planner.apply_result``).
             bindings = {row_id: view(row) for row_id, row in stored.items()}

@@ -27,9 +27,9 @@ from collections.abc import Collection, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from federation import jsoncodec
 from federation.model import budget
 from federation.model.binding import APPLIED_PLACEMENT_ANNOTATION, CONDITION_SCHEDULED
-from federation.model.jsonvalue import clone
 from federation.model.placement import Placement
 from federation.model.workloadpolicy import APPLIED_WORKLOAD_POLICY_ANNOTATION, WorkloadPolicy
 from federation.scheduling import snapshot, triggers
@@ -70,8 +70,23 @@ def _status(binding: Manifest) -> Mapping[str, Any]:
     return binding.get("status") or {}
 
 
+# Parsed placements by their JSON, shared: a scheduler pass reads the same few placements (one per policy)
+# on every binding, twice, and Placements are frozen. Bounded: emptied when full.
+_PLACEMENTS: dict[str | bytes, Placement | None] = {}
+PLACEMENT_CACHE_LIMIT = 512
+
+
 def placement_of(binding: Manifest) -> Placement:
-    return Placement.model_validate(_spec(binding).get("placement") or {})
+    raw = _spec(binding).get("placement") or {}
+    try:
+        key = jsoncodec.canonical(raw)
+    except TypeError:  # not JSON (a caller's own objects): parsed as given, not kept
+        return Placement.model_validate(raw)
+    found = _PLACEMENTS.get(key)
+    if found is None:
+        found = Placement.model_validate(raw)
+        _keep(key, found)
+    return found
 
 
 def applied_placement(binding: Manifest) -> Placement | None:
@@ -79,10 +94,20 @@ def applied_placement(binding: Manifest) -> Placement | None:
     raw = ((binding.get("metadata") or {}).get("annotations") or {}).get(APPLIED_PLACEMENT_ANNOTATION)
     if not raw:
         return None
+    text = str(raw)
+    if text in _PLACEMENTS:
+        return _PLACEMENTS[text]
     try:
-        return Placement.model_validate(json.loads(raw))
+        return _keep(text, Placement.model_validate(json.loads(text)))
     except ValueError:
-        return None
+        return _keep(text, None)
+
+
+def _keep(key: str | bytes, placement: Placement | None) -> Placement | None:
+    if len(_PLACEMENTS) >= PLACEMENT_CACHE_LIMIT:
+        _PLACEMENTS.clear()
+    _PLACEMENTS[key] = placement
+    return placement
 
 
 def previous_clusters(binding: Manifest) -> dict[str, int]:
@@ -103,7 +128,7 @@ def workload_policy_for(
 ) -> WorkloadPolicy | None:
     """The WorkloadPolicy of the template's namespace named by a binding label on the template or its pod
     template, else the first (by name) whose selector matches the pod template's labels or the template's."""
-    if template is None:
+    if template is None or not workload_policies:
         return None
     meta = template.get("metadata") or {}
     namespace = meta.get("namespace") or ""
@@ -316,14 +341,16 @@ def apply_result(
     trigger: str | None = None,
     workload_policy: str = "",
 ) -> dict[str, Any]:
-    """The binding exactly as the scheduler writes it after ``result`` (a new dict; input untouched).
+    """The binding exactly as the scheduler writes it after ``result``: a new manifest whose top level,
+    metadata, spec and status are its own; below them it shares ``binding``'s values, which neither it nor
+    its callers change (manifests are values), so no deep copy is made.
 
     ``workload_policy`` is the key of the WorkloadPolicy the result followed ("" for none), recorded with
     the applied placement so a later change of the policy is a trigger.
     """
-    out = clone(dict(binding))
-    meta = out.setdefault("metadata", {})
-    spec = out.setdefault("spec", {})
+    out = dict(binding)
+    meta = out["metadata"] = dict(binding.get("metadata") or {})
+    spec = out["spec"] = dict(binding.get("spec") or {})
     if result.writes_clusters:
         spec["clusters"] = target_entries(result)
         placement = json.dumps(spec.get("placement") or {}, separators=(",", ":"))
@@ -366,8 +393,10 @@ def stored_status(status: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def sync_observed_generation(binding: Manifest) -> dict[str, Any]:
-    """Nothing triggers a schedule: only ``schedulerObservedGeneration`` follows ``generation``."""
-    out = clone(dict(binding))
+    """Nothing triggers a schedule: only ``schedulerObservedGeneration`` follows ``generation`` (a new
+    manifest as ``apply_result`` makes one)."""
+    out = dict(binding)
+    out["metadata"] = dict(binding.get("metadata") or {})
     generation = int((out.get("metadata") or {}).get("generation") or 1)
     out["status"] = {**(out.get("status") or {}), "schedulerObservedGeneration": generation}
     return out

@@ -101,6 +101,27 @@ def claim(
 
     ``where`` narrows the candidates further (conditions on ``table_of(table)``'s columns).
     """
+    return [c for c, _ in claim_rows(session, table, owner, limit, now, lease_seconds, where=where)]
+
+
+# What a ``Claim`` holds, in its fields' order.
+_CLAIM_COLUMNS = ("id", "uid", "kind", "namespace", "name", "dirty_seq", "failures")
+
+
+def claim_rows(
+    session: Session,
+    table: Claimable,
+    owner: str,
+    limit: int,
+    now: datetime,
+    lease_seconds: float,
+    *,
+    where: Sequence[ColumnElement[bool]] = (),
+    columns: Sequence[str] = (),
+) -> list[tuple[Claim, Any]]:
+    """``claim``, each claim with its row as claimed: a Core row of the claim's columns and ``columns``
+    (by attribute), from the same statement (``RETURNING``), so a worker that reads its rows whole needs no
+    SELECT after the claim."""
     t = table_of(table)
     candidates = (
         select(t.c.id)
@@ -109,16 +130,18 @@ def claim(
         .limit(limit)
         .with_for_update(skip_locked=True)  # rendered on Postgres; SQLite ignores it
     )
+    extra = [t.c[name] for name in columns if name not in _CLAIM_COLUMNS]
     statement = (
         update(t)
         .where(t.c.id.in_(candidates.scalar_subquery()))
         .values(claimed_by=owner, claimed_until=now + timedelta(seconds=lease_seconds))
-        .returning(t.c.id, t.c.uid, t.c.kind, t.c.namespace, t.c.name, t.c.dirty_seq, t.c.failures)
+        .returning(*(t.c[name] for name in _CLAIM_COLUMNS), *extra)
     )
     rows = session.execute(statement).all()
-    HOLDINGS.add(owner, table, [row[0] for row in rows])
+    HOLDINGS.add(owner, table, [row.id for row in rows])
     # RETURNING order is unspecified; restore the claim order.
-    return sorted((Claim(*row) for row in rows), key=lambda c: c.id)
+    claimed = [(Claim(*row[: len(_CLAIM_COLUMNS)]), row) for row in rows]
+    return sorted(claimed, key=lambda pair: pair[0].id)
 
 
 def claimable(

@@ -12,9 +12,9 @@ import pytest
 from tests.controllers.test_scheduler import DYNAMIC, Harness, deployment, policy
 from tests.store.support import count_statements
 
-# Per cycle: claim changed clusters, claim bindings, load the batch's bindings, WorkloadPolicies,
-# clusters, templates.
-PER_CYCLE = 6
+# Per cycle: claim changed clusters, claim bindings (the rows whole, by the claim's RETURNING),
+# WorkloadPolicies, clusters, templates.
+PER_CYCLE = 5
 # Per batch write (``store.binding_writes``, from the rows the cycle read: none read again): the batch's
 # global revisions (one statement) and change-log rows (one executemany); the bindings' UPDATEs (one
 # executemany, each row checking the resourceVersion it was read at); one event upsert, clear the dirty

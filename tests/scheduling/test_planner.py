@@ -214,3 +214,39 @@ def test_affected_by_cluster_affinity() -> None:
         ]
     }
     assert planner.affected_by(terms, dev) and not planner.affected_by(terms, prod)
+
+
+def test_apply_result_leaves_the_binding_as_it_was() -> None:
+    """The written manifest shares what it does not change with the binding, which stays as it was."""
+    status = {"conditions": [{"type": "Scheduled", "status": "False", "reason": "NoClusterFit"}]}
+    binding = make_binding(replicas=3, clusters=[{"name": "m9", "replicas": 3}], status=status)
+    binding["metadata"]["annotations"] = {"team": "a"}
+    before = json.dumps(binding, sort_keys=True)
+    written = planner.apply_result(binding, success(("m1", 3)), NOW, "PlacementChanged")
+    written["metadata"]["generation"] = 99  # a caller's own edits stay in what it was given
+    written["status"]["schedulerObservedGeneration"] = 99
+    synced = planner.sync_observed_generation(binding)
+    synced["metadata"]["generation"] = 98
+    assert json.dumps(binding, sort_keys=True) == before
+    assert written["spec"]["placement"] is binding["spec"]["placement"]  # shared, not copied
+
+
+def test_placements_are_parsed_once_and_shared() -> None:
+    first, second = make_binding(), make_binding()
+    second["spec"]["placement"] = json.loads(json.dumps(DYNAMIC))  # equal, another object
+    assert planner.placement_of(first) is planner.placement_of(second)
+    other = make_binding(placement={"replicaScheduling": {"replicaSchedulingType": "Duplicated"}})
+    assert planner.placement_of(other) != planner.placement_of(first)
+    annotated = make_binding()
+    annotated["metadata"]["annotations"] = {APPLIED_PLACEMENT_ANNOTATION: json.dumps(DYNAMIC)}
+    assert planner.applied_placement(annotated) == planner.placement_of(first)
+    annotated["metadata"]["annotations"] = {APPLIED_PLACEMENT_ANNOTATION: "{not json"}
+    assert planner.applied_placement(annotated) is None
+    assert planner.applied_placement(annotated) is None  # kept as unreadable, still None
+
+
+def test_the_placement_cache_is_bounded() -> None:
+    for index in range(planner.PLACEMENT_CACHE_LIMIT + 10):
+        placement = {"clusterAffinity": {"clusterNames": [f"member{index}"]}}
+        assert planner.placement_of(make_binding(placement=placement)).cluster_affinity is not None
+    assert len(planner._PLACEMENTS) <= planner.PLACEMENT_CACHE_LIMIT

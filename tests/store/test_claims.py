@@ -6,7 +6,7 @@ import pytest
 from sqlalchemy import Engine, select
 
 from federation.store import UnitOfWork, claim, objects, release
-from federation.store.claims import mark_dirty
+from federation.store.claims import claim_rows, mark_dirty
 from federation.store.tables import ResourceBindingRow, WorkRow
 
 from .factories import make_binding, make_work
@@ -36,6 +36,23 @@ def test_claim_takes_dirty_rows_in_id_order_in_one_statement(uow: UnitOfWork, en
     with uow() as session:
         assert claimed_names(claim(session, ResourceBindingRow, "sched-b", 10, T0, 30)) == ["b03", "b04"]
         assert claim(session, ResourceBindingRow, "sched-c", 10, T0, 30) == []
+
+
+def test_claim_rows_hands_out_the_rows_as_claimed_by_the_same_statement(
+    uow: UnitOfWork, engine: Engine
+) -> None:
+    seed_bindings(uow, 3)
+    with uow() as session, count_statements(engine) as log:
+        pairs = claim_rows(
+            session, ResourceBindingRow, "sched-a", 2, T0, 30, columns=("id", "spec", "claimed_by", "name")
+        )
+    assert log.count == 1
+    assert claimed_names([c for c, _ in pairs]) == ["b00", "b01"]
+    for item, row in pairs:
+        assert (row.id, row.name, row.claimed_by) == (item.id, item.name, "sched-a")
+        assert row.spec == make_binding(item.name)["spec"]
+    with uow() as session:  # the rows are claimed: a plain claim finds only the third
+        assert claimed_names(claim(session, ResourceBindingRow, "sched-b", 10, T0, 30)) == ["b02"]
 
 
 def test_claim_does_not_bump_resource_version(uow: UnitOfWork) -> None:
