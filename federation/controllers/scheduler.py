@@ -4,16 +4,18 @@ One reconcile:
 1. Cluster changes: claim queued clusters (``clusters.requeue_bindings``), re-queue the bindings on them
    and the cluster-sensitive bindings (not Scheduled, Duplicated, non-workload) whose affinity matches
    one of them (Karmada ``enqueueAffectedBindings``). Two queries plus one UPDATE per batch of clusters.
-2. Batches of queued bindings: one transaction claims the batch and loads its bindings, every cluster
-   (as snapshots), every WorkloadPolicy and the batch's templates (one query each, whatever the batch
-   size); when a batch binding's namespace has a WorkloadPolicy, one more query reads where that
-   namespace's bindings run (``store.placements``: the counts a policy shares across its workloads).
-   Each binding is then decided in memory (``planner``/``engine``), the capacity it takes is assumed for
-   the rest of the cycle (``engine.assume``) and its place in its policy's counts recorded
-   (``planner.record_quota``), so bindings sharing a quota are decided in batch order. The batch's
-   writes are one transaction: the rows are loaded in one query and written by one flush (spec.clusters
-   + applied-placement annotation, status), then one INSERT of decision records, one event upsert and
-   the claim releases. If that transaction fails, each binding is written in its own transaction, so
+2. Batches of queued bindings: one transaction claims the batch with its rows whole (the claim's
+   RETURNING) and reads the batch's templates (one query, whatever the batch size); the first batch of a
+   pass also reads every cluster (as snapshots, kept between passes: ``cluster_snapshots``) and every
+   WorkloadPolicy, for the pass (``PassReads``); when a batch binding's namespace has a WorkloadPolicy,
+   one more query reads where that namespace's bindings run (``store.placements``: the counts a policy
+   shares across its workloads). Each binding is then decided in memory (``planner``/``engine``), the
+   capacity it takes is assumed for the rest of the cycle (``engine.assume``) and its place in its
+   policy's counts recorded (``planner.record_quota``), so bindings sharing a quota are decided in batch
+   order. The batch's writes are one transaction: the bindings as column values from the rows the claim
+   read (``store.binding_writes``: a fixed handful of statements, each row checked against its version),
+   then one INSERT of decision records, one event upsert and the claim releases. If that transaction
+   fails (a binding changed since its claim included), each binding is written in its own transaction, so
    only the culprit is affected.
 3. On Postgres a batch's write runs on a thread of its own while the next batch is claimed and decided
    (``BatchWrites``): most of a write is waiting for the database, which the engine's work for the next
@@ -138,11 +140,10 @@ class Scheduler:
 
     def reconcile(self) -> Outcome:
         self._requeue_for_cluster_changes()
-        # One memo for the pass's batches: their unchanged clusters are the same snapshots (``_snapshots``).
-        memo = CycleMemo()
+        reads = PassReads(self._snapshots)
         with BatchWrites(overlap=self.uow.is_postgres(), depth=self.writes_in_flight) as writes:
             for _ in range(self.max_batches):
-                if self._cycle(writes, memo) < self.batch_size:
+                if self._cycle(writes, reads) < self.batch_size:
                     break
         return Outcome.of(writes.written, "ResourceBinding", "ClusterResourceBinding")
 
@@ -164,7 +165,7 @@ class Scheduler:
 
     # -- bindings -----------------------------------------------------------------------------------
 
-    def _cycle(self, writes: BatchWrites, memo: CycleMemo) -> int:
+    def _cycle(self, writes: BatchWrites, reads: PassReads) -> int:
         """Claim and decide one batch and hand its write to ``writes``; the bindings claimed."""
         with self.uow() as session:
             # The rows whole, from the claim itself (``binding_writes.COLUMNS``: what the write needs).
@@ -184,11 +185,11 @@ class Scheduler:
             # Views, not copies: a decision reads its binding and every render builds a new manifest
             # (``planner.apply_result``).
             bindings = {row_id: view(row) for row_id, row in stored.items()}
-            state = load_state(session, list(bindings.values()), self._snapshots, memo)
+            state = load_state(session, list(bindings.values()), reads)
         if state.workload_policies and writes.in_flight():
             writes.wait()  # the counts a WorkloadPolicy shares must include the batch being written
             with self.uow() as session:
-                state = load_state(session, list(bindings.values()), self._snapshots, memo)
+                state = load_state(session, list(bindings.values()), reads)
         suspended: list[claims.Claim] = []
         pending: list[Pending] = []
         for item in claimed:
@@ -514,28 +515,38 @@ class BatchWrites:
 # -- reads ------------------------------------------------------------------------------------------------
 
 
-def load_state(
-    session: Session,
-    bindings: Sequence[Manifest],
-    snapshots: SnapshotCache | None = None,
-    memo: CycleMemo | None = None,
-) -> CycleState:
-    """Clusters, WorkloadPolicies and the batch's templates: one query each; where the bindings of the
-    batch's namespaces that have a WorkloadPolicy run: one more (none when no such namespace).
+@dataclass
+class PassReads:
+    """What one pass reads once for all of its batches: the clusters (``snapshots`` keeps them from pass to
+    pass, so an unchanged cluster is the same snapshot and its per-cluster results carry over in ``memo``)
+    and the WorkloadPolicies. A pass is at most ``max_batches`` batches, about a second: a cluster or a
+    WorkloadPolicy written meanwhile queues the bindings it affects again, for the next pass."""
 
-    ``snapshots`` and ``memo``: the pass's, so the clusters that did not change since the last batch are
-    the same snapshots and their per-cluster results carry over (``cluster_snapshots``)."""
+    snapshots: SnapshotCache
+    memo: CycleMemo = field(default_factory=CycleMemo)
+    clusters: list[ClusterSnapshot] | None = None
+    policies: list[Manifest] | None = None
+
+
+def load_state(session: Session, bindings: Sequence[Manifest], reads: PassReads | None = None) -> CycleState:
+    """The batch's templates: one query; where the bindings of the batch's namespaces that have a
+    WorkloadPolicy run: one more (none when no such namespace); the clusters and WorkloadPolicies: one
+    query each, for the first batch of a pass (``reads``)."""
+    reads = reads or PassReads(SnapshotCache())
     uids = sorted(
         {str(((b.get("spec") or {}).get("resource") or {}).get("uid") or "") for b in bindings} - {""}
     )
-    policies, _ = ObjectRepository(session, "WorkloadPolicy", WORKLOAD_POLICY_API_VERSION).list()
+    if reads.policies is None:
+        reads.policies, _ = ObjectRepository(session, "WorkloadPolicy", WORKLOAD_POLICY_API_VERSION).list()
+    policies = reads.policies
     with_policy = {str((p.get("metadata") or {}).get("namespace") or "") for p in policies}
     namespaces = with_policy & {str((b.get("metadata") or {}).get("namespace") or "") for b in bindings}
     quota = ledger_of(placed_bindings(session, namespaces))
     # Views without status: the engine reads a template's labels and annotations and never changes them.
     templates = template_views_by_uid(session, uids)
-    clusters = snapshots.load(session) if snapshots is not None else cluster_snapshots(session)
-    return CycleState(clusters, policies, templates, quota, memo=memo if memo is not None else CycleMemo())
+    if reads.clusters is None:
+        reads.clusters = reads.snapshots.load(session)
+    return CycleState(list(reads.clusters), policies, templates, quota, memo=reads.memo)
 
 
 def consecutive_failures(session: Session, binding_uid: str, horizon: int = 32) -> int:

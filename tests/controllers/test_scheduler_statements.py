@@ -56,3 +56,21 @@ def test_statement_count_is_pinned(harness: Harness, count: int) -> None:
     assert _reads_of(log.statements, "resource_templates") == 1
     expected = PER_CYCLE + PER_BATCH + PER_BINDING * count + ROW_INSERTS
     assert log.count == expected, "\n".join(log.statements)
+
+
+def test_a_pass_reads_clusters_and_workload_policies_once_for_all_its_batches(database_url: str) -> None:
+    harness = Harness(database_url, batch_size=2)
+    try:
+        harness.add_cluster("member1")
+        harness.create(policy("all", {"replicaScheduling": DYNAMIC}))
+        for index in range(5):
+            harness.create(deployment(f"app{index}", 1))
+        harness.detector.reconcile()
+        harness.scheduler._requeue_for_cluster_changes()
+        with count_statements(harness.engine) as log:
+            assert harness.scheduler.reconcile().processed == 5
+        assert _reads_of(log.statements, "clusters") == 1
+        assert _reads_of(log.statements, "workload_policies") == 1
+        assert _reads_of(log.statements, "resource_templates") == 3  # one per batch: 2 + 2 + 1
+    finally:
+        harness.close()
