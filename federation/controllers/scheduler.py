@@ -43,7 +43,9 @@ Invariants:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
+import threading
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -141,9 +143,20 @@ class Scheduler:
     def reconcile(self) -> Outcome:
         self._requeue_for_cluster_changes()
         reads = PassReads(self._snapshots)
-        with BatchWrites(overlap=self.uow.is_postgres(), depth=self.writes_in_flight) as writes:
-            for _ in range(self.max_batches):
-                if self._cycle(writes, reads) < self.batch_size:
+        overlap = self.uow.is_postgres()
+        # The pass's claims are held for this thread (renewed while it runs), whichever thread claims them.
+        fetch = functools.partial(self._claim_batch, threading.get_ident())
+        with (
+            BatchWrites(overlap=overlap, depth=self.writes_in_flight) as writes,
+            NextBatch(fetch, prefetch=overlap) as batches,
+        ):
+            for index in range(self.max_batches):
+                claimed = batches.take()
+                full = len(claimed.rows) == self.batch_size
+                if full and index + 1 < self.max_batches:
+                    batches.start()  # the next batch is claimed while this one is decided
+                self._cycle(claimed, writes, reads)
+                if not full:
                     break
         return Outcome.of(writes.written, "ResourceBinding", "ClusterResourceBinding")
 
@@ -165,10 +178,10 @@ class Scheduler:
 
     # -- bindings -----------------------------------------------------------------------------------
 
-    def _cycle(self, writes: BatchWrites, reads: PassReads) -> int:
-        """Claim and decide one batch and hand its write to ``writes``; the bindings claimed."""
+    def _claim_batch(self, holder: int) -> Claimed:
+        """Claim a batch, with its rows whole (the claim's RETURNING: what the write needs) and its
+        templates, in one transaction; the claims are held for thread ``holder`` (the pass's)."""
         with self.uow() as session:
-            # The rows whole, from the claim itself (``binding_writes.COLUMNS``: what the write needs).
             rows = claims.claim_rows(
                 session,
                 ResourceBindingRow,
@@ -177,22 +190,25 @@ class Scheduler:
                 self.clock.now(),
                 self.claim_seconds,
                 columns=binding_writes.COLUMNS,
+                holder=holder,
             )
-            if not rows:
-                return 0
-            claimed = [item for item, _ in rows]
-            stored = {item.id: row for item, row in rows}
-            # Views, not copies: a decision reads its binding and every render builds a new manifest
-            # (``planner.apply_result``).
-            bindings = {row_id: view(row) for row_id, row in stored.items()}
-            state = load_state(session, list(bindings.values()), reads)
-        if state.workload_policies and writes.in_flight():
-            writes.wait()  # the counts a WorkloadPolicy shares must include the batch being written
-            with self.uow() as session:
-                state = load_state(session, list(bindings.values()), reads)
+            uids = {str(((row.spec or {}).get("resource") or {}).get("uid") or "") for _, row in rows}
+            # Views without status: the engine reads a template's labels and annotations, never changes them.
+            return Claimed(rows, template_views_by_uid(session, sorted(uids - {""})))
+
+    def _cycle(self, claimed: Claimed, writes: BatchWrites, reads: PassReads) -> int:
+        """Decide one claimed batch and hand its write to ``writes``; the bindings claimed."""
+        if not claimed.rows:
+            return 0
+        items = [item for item, _ in claimed.rows]
+        stored = {item.id: row for item, row in claimed.rows}
+        # Views, not copies: a decision reads its binding and every render builds a new manifest
+        # (``planner.apply_result``).
+        bindings = {row_id: view(row) for row_id, row in stored.items()}
+        state = self._cycle_state(claimed, list(bindings.values()), writes, reads)
         suspended: list[claims.Claim] = []
         pending: list[Pending] = []
-        for item in claimed:
+        for item in items:
             binding = bindings.get(item.id)
             if binding is None:
                 continue
@@ -212,8 +228,29 @@ class Scheduler:
                 claims.release(session, ResourceBindingRow, suspended, self.identity, done=True)
         # A batch short of full is the pass's last: written on this thread (a pass of one batch, the usual
         # case when bindings trickle in, never starts the worker).
-        writes.submit(self._write_batch, pending, last=len(claimed) < self.batch_size)
-        return len(claimed)
+        writes.submit(self._write_batch, pending, last=len(items) < self.batch_size)
+        return len(items)
+
+    def _cycle_state(
+        self, claimed: Claimed, bindings: Sequence[Manifest], writes: BatchWrites, reads: PassReads
+    ) -> CycleState:
+        """The batch's cycle state: the pass's clusters and WorkloadPolicies (read by the first batch), the
+        batch's templates and, where a batch binding's namespace has a WorkloadPolicy, where that
+        namespace's bindings run, read after every earlier batch's write (the counts a policy shares must
+        include them)."""
+        if reads.clusters is None or reads.policies is None:
+            with self.uow() as session:
+                reads.load(session)
+        assert reads.clusters is not None and reads.policies is not None
+        namespaces = reads.policy_namespaces() & {
+            str((b.get("metadata") or {}).get("namespace") or "") for b in bindings
+        }
+        quota = QuotaLedger()
+        if namespaces:
+            writes.wait()
+            with self.uow() as session:
+                quota = ledger_of(placed_bindings(session, namespaces))
+        return CycleState(list(reads.clusters), reads.policies, claimed.templates, quota, memo=reads.memo)
 
     def _write_batch(self, pending: Sequence[Pending]) -> int:
         written = self._write_all(pending)
@@ -527,26 +564,53 @@ class PassReads:
     clusters: list[ClusterSnapshot] | None = None
     policies: list[Manifest] | None = None
 
+    def load(self, session: Session) -> None:
+        """The clusters and the WorkloadPolicies: one query each."""
+        self.clusters = self.snapshots.load(session)
+        self.policies, _ = ObjectRepository(session, "WorkloadPolicy", WORKLOAD_POLICY_API_VERSION).list()
 
-def load_state(session: Session, bindings: Sequence[Manifest], reads: PassReads | None = None) -> CycleState:
-    """The batch's templates: one query; where the bindings of the batch's namespaces that have a
-    WorkloadPolicy run: one more (none when no such namespace); the clusters and WorkloadPolicies: one
-    query each, for the first batch of a pass (``reads``)."""
-    reads = reads or PassReads(SnapshotCache())
-    uids = sorted(
-        {str(((b.get("spec") or {}).get("resource") or {}).get("uid") or "") for b in bindings} - {""}
-    )
-    if reads.policies is None:
-        reads.policies, _ = ObjectRepository(session, "WorkloadPolicy", WORKLOAD_POLICY_API_VERSION).list()
-    policies = reads.policies
-    with_policy = {str((p.get("metadata") or {}).get("namespace") or "") for p in policies}
-    namespaces = with_policy & {str((b.get("metadata") or {}).get("namespace") or "") for b in bindings}
-    quota = ledger_of(placed_bindings(session, namespaces))
-    # Views without status: the engine reads a template's labels and annotations and never changes them.
-    templates = template_views_by_uid(session, uids)
-    if reads.clusters is None:
-        reads.clusters = reads.snapshots.load(session)
-    return CycleState(list(reads.clusters), policies, templates, quota, memo=reads.memo)
+    def policy_namespaces(self) -> set[str]:
+        return {str((p.get("metadata") or {}).get("namespace") or "") for p in self.policies or ()}
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """A batch as claimed: each claim with its row as the claim returned it, and the batch's templates."""
+
+    rows: list[tuple[claims.Claim, Any]]
+    templates: dict[str, Manifest]
+
+
+class NextBatch:
+    """The claim of the pass's next batch: on a thread of its own (``prefetch``), started while the pass
+    decides the current batch, so the claim's round trips overlap that work; else taken at once on the
+    caller's thread. ``start`` begins the next claim, ``take`` waits for it (or claims now when none was
+    started). A claim started is always taken by the pass, but when it raises: then its rows stay
+    claimed until their lease runs out, as any pass that fails leaves its batch."""
+
+    def __init__(self, fetch: Callable[[], Claimed], *, prefetch: bool) -> None:
+        self._fetch = fetch
+        self._prefetch = prefetch
+        self._pool: ThreadPoolExecutor | None = None
+        self._next: Future[Claimed] | None = None
+
+    def __enter__(self) -> NextBatch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+
+    def start(self) -> None:
+        if not self._prefetch or self._next is not None:
+            return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="scheduler-claim")
+        self._next = self._pool.submit(self._fetch)
+
+    def take(self) -> Claimed:
+        started, self._next = self._next, None
+        return started.result() if started is not None else self._fetch()
 
 
 def consecutive_failures(session: Session, binding_uid: str, horizon: int = 32) -> int:

@@ -118,10 +118,12 @@ def claim_rows(
     *,
     where: Sequence[ColumnElement[bool]] = (),
     columns: Sequence[str] = (),
+    holder: int | None = None,
 ) -> list[tuple[Claim, Any]]:
     """``claim``, each claim with its row as claimed: a Core row of the claim's columns and ``columns``
     (by attribute), from the same statement (``RETURNING``), so a worker that reads its rows whole needs no
-    SELECT after the claim."""
+    SELECT after the claim. ``holder``: the thread whose pass holds the claims (``HOLDINGS``), when another
+    thread claims for it."""
     t = table_of(table)
     candidates = (
         select(t.c.id)
@@ -138,7 +140,7 @@ def claim_rows(
         .returning(*(t.c[name] for name in _CLAIM_COLUMNS), *extra)
     )
     rows = session.execute(statement).all()
-    HOLDINGS.add(owner, table, [row.id for row in rows])
+    HOLDINGS.add(owner, table, [row.id for row in rows], thread=holder)
     # RETURNING order is unspecified; restore the claim order.
     claimed = [(Claim(*row[: len(_CLAIM_COLUMNS)]), row) for row in rows]
     return sorted(claimed, key=lambda pair: pair[0].id)
@@ -252,9 +254,10 @@ class _Holdings:
         self._lock = threading.Lock()
         self._held: dict[tuple[str, int], dict[Claimable, set[int]]] = {}
 
-    def add(self, owner: str, table: Claimable, ids: Sequence[int]) -> None:
+    def add(self, owner: str, table: Claimable, ids: Sequence[int], *, thread: int | None = None) -> None:
+        """Held by ``thread``'s pass (the calling thread's by default)."""
         with self._lock:
-            key = (owner, threading.get_ident())
+            key = (owner, threading.get_ident() if thread is None else thread)
             self._held.setdefault(key, {}).setdefault(table, set()).update(ids)
 
     def remove(self, owner: str, table: Claimable, ids: Sequence[int]) -> None:

@@ -159,3 +159,38 @@ def test_a_batch_reading_policy_counts_waits_for_the_write_before_it(
         assert placed["a"] == {"member1": 1, "member2": 1}
     finally:
         harness.close()
+
+
+def test_the_next_batch_is_claimed_on_its_own_thread_while_the_pass_decides(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On Postgres each full batch starts the next claim on the claim thread; the claims are held for the
+    pass's own thread (renewed while it runs, forgotten when it ends); every binding is scheduled once."""
+    from federation.store import claims
+
+    threads: list[str] = []
+    real = Scheduler._claim_batch
+
+    def recording(self: Scheduler, holder: int) -> Any:
+        threads.append(threading.current_thread().name)
+        return real(self, holder)
+
+    monkeypatch.setattr(Scheduler, "_claim_batch", recording)
+    harness = Harness(database_url, batch_size=2)
+    try:
+        harness.add_cluster("member1", pods=100)
+        harness.create(policy("all", {"replicaScheduling": DYNAMIC}))
+        for index in range(5):
+            harness.create(deployment(f"app{index}", 1))
+        harness.detector.reconcile()
+        harness.scheduler._requeue_for_cluster_changes()
+        assert harness.scheduler.reconcile().processed == 5
+        for index in range(5):
+            assert len(harness.decisions(f"app{index}-deployment")) == 1
+        assert claims.HOLDINGS.of("test") == {}  # every claim given back, whichever thread took it
+    finally:
+        harness.close()
+    on_claim_thread = [t.startswith("scheduler-claim") for t in threads]
+    on_postgres = harness.engine.dialect.name == "postgresql"
+    # Batches of 2, 2 and 1: the first is claimed by the pass, the next two while the one before is decided.
+    assert on_claim_thread == ([False, True, True] if on_postgres else [False, False, False])
