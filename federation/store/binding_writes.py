@@ -38,7 +38,7 @@ from sqlalchemy.orm import Session
 from sqlalchemy.orm.util import identity_key
 
 from federation.store import changelog, claims
-from federation.store.bulkrows import UpdateRow, insert_rows, update_rows
+from federation.store.bulkrows import UpdateRow, insert_columns, update_rows
 from federation.store.derive import binding_columns
 from federation.store.dialect import among
 from federation.store.errors import Conflict
@@ -140,8 +140,9 @@ def _plan(given: Rewrite, now: datetime) -> _Planned:
     values.update(binding_columns(parts.spec, parts.status, parts.labels))
     columns.update(values)
     planned = _Planned(given, columns, values, queued="spec" in values)
-    if planned.queued:
-        old, new_targets = _clusters(stored.spec), _clusters(parts.spec)
+    old_clusters, new_clusters = _raw_clusters(stored.spec), _raw_clusters(parts.spec)
+    if planned.queued and old_clusters != new_clusters:  # the lists first: a trigger shares its clusters
+        old, new_targets = _clusters(old_clusters), _clusters(new_clusters)
         if old != new_targets:
             planned.targets, planned.had_targets = new_targets, bool(old)
     return planned
@@ -157,17 +158,21 @@ def _write_targets(session: Session, changed: Sequence[_Planned]) -> None:
     ids = [p.rewrite.stored.id for p in moved if p.had_targets]
     if ids:
         connection.execute(targets.delete().where(among(connection, targets.c.binding_id, ids)))
-    rows = [
-        {"binding_id": p.rewrite.stored.id, "cluster_name": name, "replicas": replicas}
-        for p in moved
-        for name, replicas in (p.targets or {}).items()
-    ]
-    insert_rows(connection, targets, rows)
+    columns: dict[str, list[Any]] = {"binding_id": [], "cluster_name": [], "replicas": []}
+    for p in moved:
+        held = p.targets or {}
+        columns["binding_id"] += [p.rewrite.stored.id] * len(held)
+        columns["cluster_name"] += held.keys()
+        columns["replicas"] += held.values()
+    insert_columns(connection, targets, columns)
 
 
-def _clusters(spec: Any) -> dict[str, int]:
+def _raw_clusters(spec: Any) -> Any:
+    return spec.get("clusters") if isinstance(spec, Mapping) else None
+
+
+def _clusters(clusters: Any) -> dict[str, int]:
     """``spec.clusters`` as target rows hold it (``derive._sync_targets``)."""
-    clusters = spec.get("clusters") if isinstance(spec, Mapping) else None
     return {str(c["name"]): int(c.get("replicas") or 0) for c in clusters or [] if isinstance(c, Mapping)}
 
 

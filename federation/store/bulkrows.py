@@ -63,19 +63,38 @@ def insert_rows(
     if not rows:
         return 0
     keys = _same_keys(table, rows)
+    if connection.dialect.name != "postgresql":
+        connection.execute(_upsert(table, on_conflict, connection.dialect), [dict(row) for row in rows])
+        return len(rows)
+    return insert_columns(connection, table, {key: [row[key] for row in rows] for key in keys}, on_conflict)
+
+
+def insert_columns(
+    connection: Connection,
+    table: Table,
+    columns: Mapping[str, Sequence[Any]],
+    on_conflict: OnConflict | None = None,
+) -> int:
+    """``insert_rows`` for rows given by column (column name → its values, one per row, all as long), as
+    a writer of many narrow rows builds them: no dict per row."""
+    keys = tuple(columns)
+    count = len(columns[keys[0]]) if keys else 0
+    if any(len(values) != count for values in columns.values()):
+        raise ValueError(f"{table.name}: every column of a batch must have a value for each of its rows")
+    if not count:
+        return 0
     dialect = connection.dialect
     if dialect.name != "postgresql":
-        connection.execute(_upsert(table, on_conflict, dialect), [dict(row) for row in rows])
-        return len(rows)
+        rows = [dict(zip(keys, values, strict=True)) for values in zip(*columns.values(), strict=True)]
+        connection.execute(_upsert(table, on_conflict, dialect), rows)
+        return count
     defaulted = _defaulted(table, keys)
     names = keys + tuple(column.name for column, _ in defaulted)
-    params = {
-        f"c{i}": _array(table.c[key], [row[key] for row in rows], dialect) for i, key in enumerate(keys)
-    }
+    params = {f"c{i}": _array(table.c[key], list(columns[key]), dialect) for i, key in enumerate(keys)}
     for i, (column, value) in enumerate(defaulted, start=len(keys)):
-        params[f"c{i}"] = _array(column, [value], dialect) * len(rows)
+        params[f"c{i}"] = _array(column, [value], dialect) * count
     connection.exec_driver_sql(_insert_sql(table, names, on_conflict, dialect), params)
-    return len(rows)
+    return count
 
 
 def update_rows(
@@ -222,4 +241,4 @@ def _update_sql(
     )
 
 
-__all__ = ["OnConflict", "UpdateRow", "delete_rows", "insert_rows", "update_rows"]
+__all__ = ["OnConflict", "UpdateRow", "delete_rows", "insert_columns", "insert_rows", "update_rows"]

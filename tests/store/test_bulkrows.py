@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import Engine, insert, select
 from sqlalchemy.exc import StatementError
 
-from federation.store.bulkrows import OnConflict, delete_rows, insert_rows, update_rows
+from federation.store.bulkrows import OnConflict, delete_rows, insert_columns, insert_rows, update_rows
 from federation.store.tables import ChangeLogRow, EventRow, SchedulingDecisionRow, table_of
 
 from .support import T0, count_statements
@@ -169,3 +169,24 @@ def test_delete_removes_exactly_the_rows_of_the_ids(engine: Engine) -> None:
         assert delete_rows(connection, DECISIONS, [ids[1], ids[3], 10**9]) == 2
         assert delete_rows(connection, DECISIONS, []) == 0
     assert [r["binding_generation"] for r in _stored(engine, DECISIONS, DECISIONS.c.id)] == [0, 2, 4]
+
+
+def test_rows_given_by_column_are_the_rows_given_by_row(engine: Engine) -> None:
+    rows = [_log_row(n) for n in range(1, 4)]
+    columns = {key: [row[key] for row in rows] for key in rows[0]}
+    columns["revision"] = [n + 10 for n in columns["revision"]]
+    columns["name"] = [f"{name}x" for name in columns["name"]]
+    with engine.begin() as connection:
+        insert_rows(connection, LOG, rows)
+        assert insert_columns(connection, LOG, columns) == 3
+        assert insert_columns(connection, LOG, {"revision": [], "event": []}) == 0
+    stored = _stored(engine, LOG, LOG.c.revision)
+    for by_row, by_column in zip(stored[:3], stored[3:], strict=True):
+        assert by_column == {**by_row, "revision": by_row["revision"] + 10, "name": f"{by_row['name']}x"}
+
+
+def test_columns_of_unequal_length_are_refused_before_anything_is_sent(engine: Engine) -> None:
+    with engine.begin() as connection, count_statements(engine) as log:
+        with pytest.raises(ValueError, match="every column"):
+            insert_columns(connection, LOG, {"revision": [1, 2], "event": ["ADDED"]})
+    assert log.count == 0
