@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
+from federation.model.placement import Strategy
 from federation.scheduling.division import (
     Divisible,
     Division,
@@ -46,16 +47,26 @@ class AttemptError(Exception):
         self.reason: ResultReason = reason
 
 
+class Judged(Protocol):
+    """A cluster the filters judged, with its snapshot (the engine's ``rows.Row``)."""
+
+    @property
+    def snapshot(self) -> ClusterSnapshot: ...
+
+
 @dataclass(frozen=True, slots=True)
 class Candidates:
-    """The selected clusters in selection order, and the feasible clusters' snapshots (static weights and
-    workload policies read their labels)."""
+    """The selected clusters in selection order, and the judged clusters, the selected among them (static
+    weights and workload policies read the selected clusters' labels: ``snapshots`` only then)."""
 
     selected: Sequence[Divisible]
-    clusters: Sequence[ClusterSnapshot]
+    judged: Sequence[Judged]
+
+    def names(self) -> list[str]:
+        return [info.name for info in self.selected]
 
     def snapshots(self) -> dict[str, ClusterSnapshot]:
-        return {c.name: c for c in self.clusters}
+        return {j.snapshot.name: j.snapshot for j in self.judged}
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,29 +78,32 @@ class Outcome:
     trace: dict[str, Any] = field(default_factory=dict)
 
 
-def assign(binding: BindingInput, cands: Candidates, config: EngineConfig) -> Outcome:
-    names = [info.name for info in cands.selected]
-    if not names:
+def assign(
+    binding: BindingInput, cands: Candidates, config: EngineConfig, strategy: Strategy | None = None
+) -> Outcome:
+    """The replicas of the selected clusters; ``strategy``: the placement's, when the caller has it."""
+    if not cands.selected:
         raise AttemptError("no clusters available to schedule")
     if not binding.is_workload:
-        return Outcome(tuple(TargetCluster(n) for n in sorted(names)), trace={"strategy": "NonWorkload"})
-    strategy = binding.placement.strategy()
+        names = sorted(cands.names())
+        return Outcome(tuple(TargetCluster(n) for n in names), trace={"strategy": "NonWorkload"})
+    strategy = strategy or binding.placement.strategy()
     if binding.workload_policy is not None:
         return _by_policy(binding, cands)
     try:
-        division = _divide(binding, cands, names, strategy)
+        division = _divide(binding, cands, strategy)
     except UnschedulableError as err:
         return Outcome(None, unplaced=binding.replicas, message=str(err), trace={"strategy": strategy})
-    return _outcome(division, names, config)
+    return _outcome(division, cands, config)
 
 
-def _divide(binding: BindingInput, cands: Candidates, names: list[str], strategy: str) -> Division:
+def _divide(binding: BindingInput, cands: Candidates, strategy: str) -> Division:
     if strategy == "Duplicated":
-        return duplicated(binding.replicas, names)
+        return duplicated(binding.replicas, cands.names())
     if strategy == "StaticWeight":
         snapshots = cands.snapshots()
         weights = static_weights(
-            names, binding.placement.static_weights(), lambda n, a: cluster_matches(a, snapshots[n])
+            cands.names(), binding.placement.static_weights(), lambda n, a: cluster_matches(a, snapshots[n])
         )
         return static_weight(binding.replicas, weights, binding.uid)
     return with_overflow(
@@ -102,11 +116,11 @@ def _divide(binding: BindingInput, cands: Candidates, names: list[str], strategy
     )
 
 
-def _outcome(division: Division, names: Sequence[str], config: EngineConfig) -> Outcome:
+def _outcome(division: Division, cands: Candidates, config: EngineConfig) -> Outcome:
     replicas = {n: r for n, r in division.replicas.items() if r > 0}
     if config.enable_empty_workload_propagation:
-        replicas = {n: replicas.get(n, 0) for n in names}
-    targets = tuple(TargetCluster(n, replicas[n]) for n in sorted(replicas))
+        replicas = {n: replicas.get(n, 0) for n in cands.names()}
+    targets = tuple([TargetCluster(n, replicas[n]) for n in sorted(replicas)])
     return Outcome(targets, replicas, trace=division.trace)
 
 

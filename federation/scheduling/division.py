@@ -4,8 +4,9 @@ Invariants:
 - Every division is Webster (``webster.allocate_webster_seats``) with the uid tie-break, started from no
   seats; inertia comes only from merging with the previous placement (steady scale-up), never from
   initial seats.
-- Results are ``{cluster: replicas}`` including zero entries; the engine drops zeros
-  (``removeZeroReplicasCluster``).
+- Results are ``{cluster: replicas}``: Duplicated and StaticWeight list every candidate, zeros included;
+  DynamicWeight and Aggregated only the clusters with replicas (``webster.seats_won``: a few replicas over
+  many clusters). The engine drops zeros either way (``removeZeroReplicasCluster``).
 - Dynamic modes (Karmada ``assignment.go``):
   * fresh (reschedule triggered): weights = allocatable + own previous replicas, target = desired, no merge;
   * steady scale-down (assigned > desired): weights = previous replicas on still-candidate clusters;
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from federation.model.placement import StaticClusterWeight
-from federation.scheduling.webster import allocate_webster_seats, larger_name_wins
+from federation.scheduling.webster import allocate_webster_seats, larger_name_wins, seats_won
 
 
 class UnschedulableError(Exception):
@@ -117,7 +118,7 @@ def dynamic(
     strategy = "Aggregated" if aggregated else "DynamicWeight"
     base: dict[str, int] = {}
     if fresh:
-        weights = _plus(capacity, scheduled)
+        weights = _plus(capacity, scheduled)  # capacity is read no more
         mode, target = "fresh", desired
     elif assigned > desired:
         weights = dict(scheduled)
@@ -132,12 +133,11 @@ def dynamic(
     return Division(_merge(base, delta), trace)
 
 
-def _plus(weights: Mapping[str, int], extra: Mapping[str, int]) -> dict[str, int]:
-    """``weights`` with ``extra`` added, in the order of ``weights`` (which names all of ``extra``)."""
-    total = dict(weights)
+def _plus(weights: dict[str, int], extra: Mapping[str, int]) -> dict[str, int]:
+    """``weights`` (the caller's own dict, which names all of ``extra``) with ``extra`` added, in place."""
     for name, count in extra.items():
-        total[name] += count
-    return total
+        weights[name] += count
+    return weights
 
 
 def _divide_dynamic(
@@ -155,7 +155,7 @@ def _divide_dynamic(
         prefix = _aggregated_prefix(target, list(weights.items()), scheduled)
         trace["prefix"] = [name for name, _ in prefix]
         weights = dict(prefix)
-    return webster_divide(target, weights, uid)
+    return seats_won(target, weights, prefer_larger_names=larger_name_wins(uid))
 
 
 def _aggregated_prefix(
@@ -174,11 +174,12 @@ def _aggregated_prefix(
     return ordered
 
 
-def _merge(base: Mapping[str, int], delta: Mapping[str, int]) -> dict[str, int]:
-    """``util.MergeTargetClusters``: add the new replicas onto the old ones."""
+def _merge(base: Mapping[str, int], delta: dict[str, int]) -> dict[str, int]:
+    """``util.MergeTargetClusters``: add the new replicas onto the old ones. ``delta`` is the caller's own new
+    dict: with nothing to add it to (a first schedule, or a fresh one) it is the result itself."""
+    if not base:
+        return delta
     merged = dict(base)
-    if not merged:  # a first schedule, or a fresh one
-        return dict(delta)
     for name, count in delta.items():
         merged[name] = merged.get(name, 0) + count
     return merged

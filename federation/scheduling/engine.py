@@ -26,8 +26,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from federation.model.placement import Strategy
 from federation.scheduling import explain
 from federation.scheduling.assign import AttemptError, Candidates, assign
+from federation.scheduling.cycle_rows import Judges, rows_for
 from federation.scheduling.estimator import ReplicaEstimator, bounds, memoized
 from federation.scheduling.extender import Extender
 from federation.scheduling.extenders_run import (
@@ -36,19 +38,17 @@ from federation.scheduling.extenders_run import (
     extender_scores,
     scheduler_view,
 )
-from federation.scheduling.filters import AVOID_REASON, FilterContext, FilterVerdict, run_filters
+from federation.scheduling.filters import (
+    AVOID_REASON,
+    FilterContext,
+    FilterVerdict,
+    rerun_filters,
+    run_filters,
+)
 from federation.scheduling.memo import CycleMemo
 from federation.scheduling.messages import no_cluster_fit
-from federation.scheduling.rows import (
-    Placed,
-    Row,
-    RowSpec,
-    SharedEntries,
-    cluster_entries,
-    placements,
-    rejudged,
-    rows_for,
-)
+from federation.scheduling.placed import Placed, SharedEntries, cluster_entries
+from federation.scheduling.rows import Row, RowSpec, placements, rejudged
 from federation.scheduling.spread import SelectionError, select_best_clusters
 from federation.scheduling.types import (
     PODS,
@@ -148,27 +148,33 @@ def _attempt(
     strategy = binding.placement.strategy()
     overflow = binding.is_workload and strategy in ("DynamicWeight", "Aggregated")
     # ignoredByScheduler resources are the extenders' to judge: the engine's own fit leaves them out.
-    ctx = FilterContext(scheduler_view(binding, extenders), term, config, overflow_allowed=overflow)
+    judged = scheduler_view(binding, extenders)
+    ctx = FilterContext(judged, term, config, overflow_allowed=overflow, strategy=strategy)
     spec = RowSpec(ctx, binding, own_estimate=estimators is None)
     shared = SharedEntries(memo)
-    # ``run_filters`` looked up here, at call time: the engine's filter run is the one tests count.
-    rows = _avoided(binding, rows_for(spec, clusters, run_filters, shared, memo), shared)
+    # The filter runs looked up here, at call time: the engine's are the ones tests count.
+    judges = Judges(run_filters, rerun_filters)
+    rows = _avoided(binding, rows_for(spec, clusters, judges, shared, memo), shared)
     base: dict[str, Any] = {"strategy": strategy, "affinityName": term.affinity_name if term else None}
     if binding.service_class:
         base.update(serviceClass=binding.service_class, profile=config.profile_name(binding.service_class))
     try:
         if extenders:
             rows = _extender_filtered(binding, clusters, rows, extenders, shared)
-        feasible = [row for row in rows if row.passed]
-        if not feasible:
+        if not any(row.passed for row in rows):
             return _no_fit(binding, rows, base)
-        extra = extender_scores(binding, [row.snapshot for row in feasible], extenders) if extenders else {}
-        bounds = _bounds(binding, spec, feasible, estimators, extenders)
-        placed = placements(spec, feasible, bounds, extra, shared)
-        return _place(binding, rows, feasible, placed, config, base)
+        extra = extender_scores(binding, _feasible(rows), extenders) if extenders else {}
+        bounds = _bounds(binding, spec, rows, estimators, extenders)
+        placed = placements(spec, rows, bounds, extra, shared)
+        return _place(binding, rows, placed, config, base, strategy)
     except AttemptError as err:
         explanation = {**base, "clusters": cluster_entries(rows)}
         return ScheduleResult(_keep(binding), err.reason, str(err), explanation)
+
+
+def _feasible(rows: Sequence[Row]) -> list[ClusterSnapshot]:
+    """The snapshots of the clusters that passed the filters (what extenders and estimators are asked)."""
+    return [row.snapshot for row in rows if row.passed]
 
 
 def _avoided(binding: BindingInput, rows: list[Row], shared: SharedEntries) -> list[Row]:
@@ -209,10 +215,10 @@ def _no_fit(binding: BindingInput, rows: Sequence[Row], base: dict[str, Any]) ->
 def _place(
     binding: BindingInput,
     rows: Sequence[Row],
-    feasible: Sequence[Row],
     placed: Sequence[Placed],
     config: EngineConfig,
     base: dict[str, Any],
+    strategy: Strategy,
 ) -> ScheduleResult:
     explanation: dict[str, Any] = {**base, "clusters": {}}  # filled last; its place in the order is here
     try:
@@ -221,7 +227,7 @@ def _place(
         explanation["clusters"] = cluster_entries(rows, placed)
         return ScheduleResult(_keep(binding), "SchedulerError", str(err), explanation)
     explanation["selection"] = {"order": [p.name for p in selected]}
-    outcome = assign(binding, Candidates(selected, [row.snapshot for row in feasible]), config)
+    outcome = assign(binding, Candidates(selected, rows), config, strategy)
     explanation["clusters"] = cluster_entries(rows, placed, selected, outcome.replicas)
     explanation["division"] = explain.plain(outcome.trace)
     return _finish(binding, outcome.targets, outcome.unplaced, outcome.message, explanation)
@@ -243,7 +249,7 @@ def _finish(
 def _bounds(
     binding: BindingInput,
     spec: RowSpec,
-    feasible: Sequence[Row],
+    rows: Sequence[Row],
     estimators: Sequence[ReplicaEstimator] | None,
     extenders: Sequence[Extender],
 ) -> dict[str, int] | None:
@@ -255,7 +261,7 @@ def _bounds(
     chain = [*(estimators or ()), *interested]
     if not chain:
         return None
-    return bounds(chain, [row.snapshot for row in feasible], spec.ctx.binding.resource_request)
+    return bounds(chain, _feasible(rows), spec.ctx.binding.resource_request)
 
 
 def _keep(binding: BindingInput) -> tuple[TargetCluster, ...]:
@@ -274,17 +280,25 @@ def assume(
     """
     if not result.succeeded:
         return list(snapshots)
-    own = previous or {}
-    growth = {t.name: t.replicas - max(own.get(t.name, 0), 0) for t in result.clusters}
-    grown = {name: extra for name, extra in growth.items() if extra > 0}
+    grown = _growth(result, previous or {})
     added = {**request, PODS: 1}
     out = list(snapshots)
     for index, snapshot in enumerate(snapshots):
-        extra = grown.get(snapshot.name)
-        if extra is None:
+        if snapshot.name not in grown:  # most clusters took nothing: ``in`` is the cheapest look
             continue
+        extra = grown[snapshot.name]
         allocating = dict(snapshot.allocating)
         for resource, quantity in added.items():
             allocating[resource] = allocating.get(resource, 0) + quantity * extra
         out[index] = snapshot.with_allocating(allocating)
     return out
+
+
+def _growth(result: ScheduleResult, own: Mapping[str, int]) -> dict[str, int]:
+    """The replicas ``result`` places beyond those the binding holds, per cluster that got more."""
+    grown = {}
+    for target in result.clusters:
+        extra = target.replicas - max(own.get(target.name, 0), 0)
+        if extra > 0:
+            grown[target.name] = extra
+    return grown

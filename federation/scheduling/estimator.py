@@ -44,12 +44,15 @@ def usable_free(
     cluster: ClusterSnapshot, resource: str, headroom: Mapping[str, Headroom] | None = None
 ) -> int:
     """Free amount of ``resource`` after keeping its headroom; may be negative when over-committed."""
-    if cluster.allocatable is None:
+    allocatable = cluster.allocatable
+    if allocatable is None:
         return 0
-    free = cluster.free(resource)
-    rule = (headroom or {}).get(resource)
+    # ``cluster.free(resource)``, spelled out: a row's fit check and estimate ask for it a few times each.
+    total = allocatable.get(resource, 0)
+    free = total - (cluster.allocated.get(resource, 0) + cluster.allocating.get(resource, 0))
+    rule = headroom.get(resource) if headroom else None
     if rule is not None:
-        free -= rule.reserve(cluster.allocatable.get(resource, 0))
+        free -= rule.reserve(total)
     return free
 
 
@@ -57,14 +60,32 @@ def general_max_replicas(
     cluster: ClusterSnapshot, request: Resources, headroom: Mapping[str, Headroom] | None = None
 ) -> int:
     """Karmada's general estimate for one cluster (with optional headroom rules)."""
-    if cluster.allocatable is None:
+    allocatable = cluster.allocatable
+    if allocatable is None:
         return 0
-    rules = headroom or {}
+    if headroom:
+        return _estimate_with_headroom(cluster, allocatable, request, headroom)
+    # Without rules, ``usable_free`` spelled out: a scheduler cycle estimates every new snapshot's clusters.
+    allocated, allocating = cluster.allocated, cluster.allocating
+    result = max(0, allocatable.get(PODS, 0) - (allocated.get(PODS, 0) + allocating.get(PODS, 0)))
+    for resource, quantity in request.items():
+        if quantity <= 0 or resource == PODS:
+            continue
+        if resource not in allocatable:
+            return 0
+        free = allocatable[resource] - (allocated.get(resource, 0) + allocating.get(resource, 0))
+        result = min(result, max(0, free) // quantity)
+    return result
+
+
+def _estimate_with_headroom(
+    cluster: ClusterSnapshot, allocatable: Resources, request: Resources, rules: Mapping[str, Headroom]
+) -> int:
     result = allowed_pods(cluster, rules)
     for resource, quantity in request.items():
         if quantity <= 0 or resource == PODS:
             continue
-        if resource not in cluster.allocatable:
+        if resource not in allocatable:
             return 0
         rule = rules.get(resource)
         cost = quantity if rule is None else rule.cost(quantity)

@@ -28,6 +28,8 @@ from typing import Any
 
 from federation.scheduling.filters import FilterVerdict
 
+# Types ``plain`` leaves as they are (exactly these: a subclass goes the general way, as before).
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 # One JSON object of the explanation (a cluster's entry, its filter or scores part).
 Entry = dict[str, Any]
 
@@ -53,12 +55,18 @@ def bare_entry(filter_part: Entry) -> Entry:
 
 
 def placed_entry(
-    filter_part: Entry, score_part: Entry, total: int, allocatable: int, available: int
+    filter_part: Entry,
+    score_part: Entry,
+    total: int,
+    allocatable: int,
+    available: int,
+    *,
+    selected: bool = False,
 ) -> Entry:
-    """A feasible cluster's entry, not selected and without replicas (``marked`` says otherwise)."""
+    """A feasible cluster's entry, without replicas (``marked`` gives them)."""
     return {
         "filter": filter_part,
-        "selected": False,
+        "selected": selected,
         "replicas": 0,
         "scores": score_part,
         "totalScore": total,
@@ -80,6 +88,8 @@ def marked(entry: Entry, *, selected: bool | None = None, replicas: int | None =
 
 def plain(value: Any) -> Any:
     """Deep-convert mappings/sequences/sets into JSON-native dicts and lists."""
+    if type(value) in _SCALARS:  # most values of a trace, spared the ABC checks below
+        return value
     if isinstance(value, Mapping):
         return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple | set | frozenset):

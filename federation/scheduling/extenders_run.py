@@ -108,6 +108,8 @@ class ExtenderEstimator:
 
 def scheduler_view(binding: BindingInput, extenders: Sequence[Extender]) -> BindingInput:
     """The binding as the engine's own fit and estimator judge it: no ``ignoredByScheduler`` resources."""
+    if not extenders:  # the usual case, spared building an empty set per binding
+        return binding
     ignored = frozenset[str]().union(*(e.ignored_resources for e in extenders))
     if not ignored & binding.resource_request.keys():
         return binding

@@ -13,6 +13,9 @@ Invariants:
   DynamicWeight/Aggregated workloads a cluster matching an overflow affinity passes too, with its tier.
 - Of the binding's own lists a filter reads only whether the cluster is in them (``previous``,
   ``eviction_clusters``): verdicts are shared by the bindings that give a cluster the same membership.
+- Of a snapshot's allocation (``allocated``, ``allocating``) only the filters in ``READS_ALLOCATION`` read
+  anything (ResourceFit): for a snapshot that differs from an earlier one in allocating alone,
+  ``rerun_filters`` runs them again and takes the others' verdicts over, which is what ``run_filters`` gives.
 """
 
 from __future__ import annotations
@@ -21,9 +24,16 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from federation.model.placement import ClusterAffinity, ClusterAffinityTerm, Taint, Toleration
+from federation.model.placement import ClusterAffinity, ClusterAffinityTerm, Strategy, Taint, Toleration
 from federation.scheduling.estimator import usable_free
-from federation.scheduling.types import PODS, BindingInput, ClusterSnapshot, EngineConfig, ServiceProfile
+from federation.scheduling.types import (
+    PODS,
+    BindingInput,
+    ClusterSnapshot,
+    EngineConfig,
+    Headroom,
+    ServiceProfile,
+)
 
 AFFINITY_REASON = "cluster(s) did not match the placement cluster affinity constraint"
 API_REASON = "cluster(s) did not have the API resource"
@@ -40,32 +50,50 @@ SPREAD_REASONS = {
 class FilterContext:
     """What every filter of one attempt shares: the binding, the affinity term in force, the config, and
     what the filters would otherwise work out again for every cluster: the binding's service-class profile,
-    the enabled filters, the binding's kind key, tolerations, spread fields and resource-fit checks."""
+    the enabled filters (and those of them that read the allocation), the binding's kind key, tolerations,
+    spread fields, resource-fit checks and the replicas they check at once (all of them for Duplicated,
+    else one)."""
 
     binding: BindingInput
     term: ClusterAffinityTerm | None
     config: EngineConfig
     overflow_allowed: bool = False
+    strategy: Strategy | None = None  # the placement's (``Placement.strategy``), worked out when not given
     profile: ServiceProfile = field(init=False)
     enabled: tuple[tuple[str, FilterFn], ...] = field(init=False)
     gvk: str = field(init=False)
     tolerations: tuple[Toleration, ...] = field(init=False)
     spread_fields: tuple[str, ...] = field(init=False)
     fit_checks: tuple[FitCheck, ...] | None = field(init=False)
+    allocation_filters: tuple[tuple[str, FilterFn], ...] = field(init=False)
+    replica_count: int = field(init=False)
 
     def __post_init__(self) -> None:
         binding, config = self.binding, self.config
         profile = config.profile_for(binding.service_class)
-        derived = {
-            "profile": profile,
-            "enabled": tuple((name, fn) for name, fn in FILTER_ORDER if config.enabled(name)),
-            "gvk": binding.gvk,
-            "tolerations": binding.placement.tolerations(),
-            "spread_fields": tuple(c.spread_by_field or "" for c in binding.placement.spreads()),
-            "fit_checks": fit_checks(binding, config, profile),
-        }
-        for name, value in derived.items():
-            object.__setattr__(self, name, value)
+        if self.strategy is None:
+            object.__setattr__(self, "strategy", binding.placement.strategy())
+        count = max(binding.replicas if self.strategy == "Duplicated" else 1, 1)
+        disabled = config.disabled_plugins
+        enabled, allocation_filters = _enabled(frozenset(disabled)) if disabled else _ALL_ENABLED
+        derive = object.__setattr__  # frozen: the derived fields are set once, here
+        derive(self, "profile", profile)
+        derive(self, "enabled", enabled)
+        derive(self, "allocation_filters", allocation_filters)
+        derive(self, "gvk", binding.gvk)
+        derive(self, "tolerations", binding.placement.tolerations())
+        derive(self, "spread_fields", tuple(c.spread_by_field or "" for c in binding.placement.spreads()))
+        derive(self, "fit_checks", fit_checks(binding, config, profile, count))
+        derive(self, "replica_count", count)
+
+
+@lru_cache(maxsize=64)
+def _enabled(
+    disabled: frozenset[str],
+) -> tuple[tuple[tuple[str, FilterFn], ...], tuple[tuple[str, FilterFn], ...]]:
+    """The enabled filters in order, and those of them that read the allocation (``READS_ALLOCATION``)."""
+    enabled = tuple(pair for pair in FILTER_ORDER if pair[0] not in disabled)
+    return enabled, tuple(pair for pair in enabled if pair[0] in READS_ALLOCATION)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,15 +106,24 @@ class FitCheck:
 
 
 def fit_checks(
-    binding: BindingInput, config: EngineConfig, profile: ServiceProfile
+    binding: BindingInput, config: EngineConfig, profile: ServiceProfile, count: int
 ) -> tuple[FitCheck, ...] | None:
-    """ResourceFit's checks for the binding (see ``resource_fit``), in resource order; None when the filter
-    does not act on it."""
+    """ResourceFit's checks for ``count`` replicas of the binding at once (see ``resource_fit``), in resource
+    order; None when the filter does not act on it."""
     rules = profile.headroom
     if not binding.is_workload or not (config.resource_fit or rules):
         return None
-    count = max(binding.replicas if binding.placement.strategy() == "Duplicated" else 1, 1)
-    wanted: Mapping[str, int] = {**binding.resource_request, PODS: 1}
+    return _fit_checks(count, tuple(sorted(binding.resource_request.items())), tuple(sorted(rules.items())))
+
+
+@lru_cache(maxsize=1024)
+def _fit_checks(
+    count: int, request: tuple[tuple[str, int], ...], headroom: tuple[tuple[str, Headroom], ...]
+) -> tuple[FitCheck, ...]:
+    """The checks for ``count`` replicas of ``request`` under the ``headroom`` rules, made once for the many
+    bindings that share them (quantities are ints, rules frozen values)."""
+    wanted: Mapping[str, int] = {**dict(request), PODS: 1}
+    rules = dict(headroom)
     checks = []
     for resource in sorted({*wanted, *rules}):
         per_replica, rule = wanted.get(resource, 0), rules.get(resource)
@@ -199,6 +236,13 @@ FILTER_ORDER: tuple[tuple[str, FilterFn], ...] = (
 )
 
 
+# The filters that read a snapshot's allocation (``allocated``, ``allocating``); the others read only what
+# ``ClusterSnapshot.same_but_allocating`` holds equal, so ``rerun_filters`` takes their verdicts over.
+READS_ALLOCATION = frozenset({"ResourceFit"})
+_POSITION = {name: index for index, (name, _) in enumerate(FILTER_ORDER)}
+_ALL_ENABLED = _enabled(frozenset())
+
+
 @dataclass(frozen=True, slots=True)
 class FilterVerdict:
     """Per cluster: the first failing plugin and its reason (None when it passed), plus every failure."""
@@ -208,16 +252,17 @@ class FilterVerdict:
     reason: str | None = None
     failures: tuple[tuple[str, str], ...] = ()
     overflow_order: int = 0
+    # Whether no plugin failed: a field, not a property, since every row asks it a few times.
+    passed: bool = field(init=False, repr=False, compare=False)
 
-    @property
-    def passed(self) -> bool:
-        return self.plugin is None
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "passed", self.plugin is None)
 
 
 def memo_key(ctx: FilterContext, config_id: int) -> Hashable | None:
     """Everything of ``ctx`` that ``run_filters`` reads for a cluster but whether the cluster is in the
-    binding's own lists (its membership, ``rows.memberships``): with the same key, the same membership and
-    the same snapshot, the verdict is the same (``memo.CycleMemo``). ``config_id`` is the memo's pin of
+    binding's own lists (its membership, ``cycle_rows.memberships``): with the same key, the same membership
+    and the same snapshot, the verdict is the same (``memo.CycleMemo``). ``config_id`` is the memo's pin of
     ``ctx.config`` (the profile follows from it and the service class).
 
     The placement is keyed whole, by value (its JSON), though the filters read only its affinity term,
@@ -230,9 +275,6 @@ def memo_key(ctx: FilterContext, config_id: int) -> Hashable | None:
         term = ctx.term.model_dump_json() if ctx.term is not None else None
     except ValueError:  # pydantic's serialization error: an extra field JSON cannot hold
         return None
-    strategy = binding.placement.strategy()
-    # resource_fit checks one replica, or all of them for Duplicated.
-    count = max(binding.replicas if strategy == "Duplicated" else 1, 1)
     request = tuple(sorted(binding.resource_request.items()))
     return (
         "filters",
@@ -240,10 +282,10 @@ def memo_key(ctx: FilterContext, config_id: int) -> Hashable | None:
         placement,
         term,
         ctx.overflow_allowed,
-        binding.gvk,
+        ctx.gvk,
         binding.service_class,
         binding.is_workload,
-        count,
+        ctx.replica_count,  # resource_fit checks one replica, or all of them for Duplicated
         request,
     )
 
@@ -257,6 +299,33 @@ def run_filters(ctx: FilterContext, cluster: ClusterSnapshot) -> FilterVerdict:
     if failures:
         return FilterVerdict(cluster.name, failures[0][0], failures[0][1], tuple(failures))
     return passed_verdict(cluster.name, overflow_order(ctx, cluster) or 0)
+
+
+def rerun_filters(ctx: FilterContext, cluster: ClusterSnapshot, before: FilterVerdict) -> FilterVerdict:
+    """``run_filters(ctx, cluster)`` given ``before``, the verdict under the same ``ctx`` and membership for
+    an earlier snapshot of the cluster that differs from ``cluster`` in allocating alone: only the filters
+    that read the allocation run again; ``before`` itself when nothing changed."""
+    if before.passed:  # the usual case, spared building lists: does it still pass?
+        for _, fn in ctx.allocation_filters:
+            if fn(ctx, cluster) is not None:
+                break
+        else:
+            return before
+    kept = [failure for failure in before.failures if failure[0] not in READS_ALLOCATION]
+    for name, fn in ctx.allocation_filters:
+        reason = fn(ctx, cluster)
+        if reason is not None:
+            kept.append((name, reason))
+    failures = tuple(sorted(kept, key=_position))  # in filter order, as ``run_filters`` finds them
+    if failures == before.failures:
+        return before
+    if failures:
+        return FilterVerdict(cluster.name, failures[0][0], failures[0][1], failures)
+    return passed_verdict(cluster.name, overflow_order(ctx, cluster) or 0)
+
+
+def _position(failure: tuple[str, str]) -> int:
+    return _POSITION[failure[0]]
 
 
 @lru_cache(maxsize=4096)

@@ -3,54 +3,50 @@
 A ``Row`` holds a cluster's filter verdict (and its explanation entry), the engine's own score parts, the
 free memory MostFreeMemory compares, the general replica estimate and, for a cluster that passed, its
 ``Placed`` view: the cluster as selection and division see it (score, allocatable and available replicas,
-overflow tier) with its explanation entries. ``rows_for`` gives one row per cluster, taken from the cycle's
-memo (``memo.CycleMemo``) when one was made for the very same snapshot object under the same key.
+overflow tier) with its explanation entries. ``build`` makes one from scratch; ``rebuilt`` makes one for a
+snapshot new in allocating alone from the row of the earlier snapshot, ``with_lists`` one for a cluster the
+binding's lists name from its row without them (``cycle_rows`` shares rows through the cycle's memo).
 
 What a row reads: its snapshot; the attempt's ``RowSpec`` (the binding as filtered and as scored, the
 affinity term, the config, whose estimate counts), all named by ``RowSpec.key``; and the cluster's
 ``Membership`` in the binding's own lists (in ``previous`` and with how many replicas, in
-``eviction_clusters``), its variant in the memo. Nothing else. What reads more is the binding's own, applied
-per binding on top of the rows: the avoid list and extender filters (``rejudged``), extender score parts and
-replica bounds, and MostFreeMemory's ``top``, the most free memory among the feasible clusters
-(``placements``).
+``eviction_clusters``). Nothing else. What reads more is the binding's own, applied per binding on top of
+the rows: the avoid list and extender filters (``rejudged``), extender score parts and replica bounds, and
+MostFreeMemory's ``top``, the most free memory among the feasible clusters (``placements``).
 
 Invariants:
 - A row, its ``Placed`` and their entry dicts are never changed once built: the results of a cycle share
-  them. A row's cache of the last ``Placed`` it made for a binding's own ``top`` and estimate only ever holds
-  what building it again would give.
+  them. A row's caches (the last ``Placed`` it made for a binding's own ``top`` and estimate, its member
+  rows) only ever hold what building them again would give.
+- A rebuilt row is the row built from scratch: what it takes over reads no allocation (what does is named by
+  ``filters.READS_ALLOCATION`` and ``scores.READS_ALLOCATION``, besides the estimate and the free memory),
+  and ``ClusterSnapshot.same_but_allocating`` holds everything else of the two snapshots equal. A row made
+  ``with_lists`` is the row built with them: the lists change the verdict, the ClusterLocality part and the
+  replicas held, never the estimate or the free memory.
 - A binding that needs nothing of its own (no avoid list, no interested extender, no MostFreeMemory weight)
   takes every row's ``Placed`` as it is; its explanation shares every entry but those it marks with
-  replicas, which are copies (``cluster_entries``).
+  replicas, which are copies (``placed.cluster_entries``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
-from functools import partial
-from typing import cast
+from dataclasses import dataclass, field, replace
 
-from federation.scheduling import estimator, explain, scores
+from federation.scheduling import estimator, scores
 from federation.scheduling.estimator import UNBOUNDED, clamp, general_max_replicas
 from federation.scheduling.explain import Entry
 from federation.scheduling.filters import FilterContext, FilterVerdict, memo_key
 from federation.scheduling.fit import free_memory, relative_free_memory
 from federation.scheduling.memo import CycleMemo
+from federation.scheduling.placed import Parts, Placed, SharedEntries
 from federation.scheduling.types import BindingInput, ClusterSnapshot
 
 # In ``previous``, the replicas held there (never negative), in ``eviction_clusters``.
 Membership = tuple[bool, int, bool]
 Judge = Callable[[FilterContext, ClusterSnapshot], FilterVerdict]
-Parts = Mapping[str, tuple[int, int]]
-
-
-def memberships(binding: BindingInput) -> dict[str, Membership]:
-    """The clusters whose rows read the binding's own lists, with what they read of them."""
-    evicted = binding.eviction_clusters
-    out = {name: (True, max(count, 0), name in evicted) for name, count in binding.previous.items()}
-    for name in evicted:
-        out.setdefault(name, (False, 0, True))
-    return out
+# ``filters.rerun_filters``: the verdict for a snapshot from the verdict for an earlier one of the cluster.
+Rejudge = Callable[[FilterContext, ClusterSnapshot, FilterVerdict], FilterVerdict]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,11 +63,22 @@ class RowSpec:
     own_estimate: bool
     weights: dict[str, int] = field(init=False)
     free_weighted: bool = field(init=False)
+    parts_read_allocation: bool = field(init=False)
+    fixed_estimate: int | None = field(init=False)
 
     def __post_init__(self) -> None:
         weights = scores.score_weights(self.binding, self.ctx.config)
         object.__setattr__(self, "weights", weights)
         object.__setattr__(self, "free_weighted", scores.FREE_MEMORY in weights)
+        object.__setattr__(self, "parts_read_allocation", scores.own_parts_read_allocation(weights))
+        object.__setattr__(self, "fixed_estimate", self._fixed_estimate())
+
+    def _fixed_estimate(self) -> int | None:
+        """The estimate of every cluster when it reads none (non-workloads take their replicas everywhere;
+        given estimators are asked per binding: ``UNBOUNDED`` until then); None when it does."""
+        if not self.binding.is_workload:
+            return self.binding.replicas
+        return None if self.own_estimate else UNBOUNDED
 
     def key(self, memo: CycleMemo) -> Hashable | None:
         """Everything of the spec that a row reads, from the keys of the code that reads it; None when the
@@ -82,32 +89,22 @@ class RowSpec:
             return None
         return ("row", filtered, scores.memo_key(self.binding, config_id), self._estimate_key())
 
+    def without_lists(self) -> RowSpec:
+        """This spec for the binding with empty lists of its own (``previous``, ``eviction_clusters``): the
+        rows a binding whose lists name no cluster gets, which the memo shares (``cycle_rows``)."""
+        binding = replace(self.binding, previous={}, eviction_clusters=frozenset())
+        seen = self.ctx.binding
+        filtered = (
+            binding if seen is self.binding else replace(seen, previous={}, eviction_clusters=frozenset())
+        )
+        return RowSpec(replace(self.ctx, binding=filtered), binding, self.own_estimate)
+
     def _estimate_key(self) -> Hashable:
         if not self.binding.is_workload:
             return ("replicas", self.binding.replicas)
         if not self.own_estimate:
             return None
         return estimator.memo_key(self.ctx.binding.resource_request, self.ctx.profile.headroom)
-
-
-@dataclass(slots=True, eq=False)
-class Placed:
-    """A feasible cluster as selection (``spread.Ranked``) and division (``division.Divisible``) see it, with
-    its explanation entry, unmarked and marked selected. Never changed once built (rows and results share
-    it); not frozen only because a frozen one costs ~5x as much to build, and a busy cycle builds many."""
-
-    name: str
-    score: int
-    available: int
-    allocatable: int
-    region: str
-    overflow_order: int
-    entry: Entry
-    selected_entry: Entry
-    rank: tuple[int, int, int, str] = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.rank = (self.overflow_order, -self.score, -self.available, self.name)
 
 
 class Row:
@@ -122,6 +119,7 @@ class Row:
         "filter_entry",
         "free",
         "last",
+        "members",
         "name",
         "own",
         "parts",
@@ -135,7 +133,7 @@ class Row:
         self,
         snapshot: ClusterSnapshot,
         verdict: FilterVerdict,
-        shared: SharedEntries,
+        entries: tuple[Entry, Entry],
         own: int = 0,
         parts: Parts | None = None,
         free: int = 0,
@@ -145,113 +143,142 @@ class Row:
         self.name = snapshot.name
         self.verdict = verdict
         self.passed = verdict.passed
-        self.filter_entry, self.bare_entry = shared.verdict(verdict)
+        self.filter_entry, self.bare_entry = entries  # the verdict's (``SharedEntries.verdict``)
         self.own = own  # replicas the binding holds here: available = allocatable + own
         self.parts: Parts = parts or {}  # the engine's own score parts but MostFreeMemory
         self.free = free  # MostFreeMemory's measure, when it is weighted
         self.estimate = estimate  # the bound on extra replicas (UNBOUNDED: none yet)
         self.placed: Placed | None = None
         self.last: tuple[int, int, Placed] | None = None  # placements' (top, allocatable, Placed)
+        self.members: dict[Membership, Row] | None = None  # ``cycle_rows``' member rows made from it
 
 
-class SharedEntries:
-    """The explanation's dicts that many clusters have equal (a verdict's filter part and bare entry, a score
-    part): one object per distinct value within the cycle (with a memo) or the attempt, which keeps the
-    explanations compact (``explain``) and spares building them again."""
-
-    __slots__ = ("_filters", "_scores")
-
-    def __init__(self, memo: CycleMemo | None) -> None:
-        self._filters = {} if memo is None else memo.table("explain-filters")
-        self._scores = {} if memo is None else memo.table("explain-scores")
-
-    def verdict(self, verdict: FilterVerdict) -> tuple[Entry, Entry]:
-        """The verdict's filter part and the bare entry holding it."""
-        key = (verdict.plugin, verdict.reason, verdict.failures)
-        pair: tuple[Entry, Entry] | None = self._filters.get(key)
-        if pair is None:
-            part = explain.filter_entry(verdict)
-            pair = self._filters[key] = (part, explain.bare_entry(part))
-        return pair
-
-    def scores(self, parts: Parts) -> Entry:
-        key = tuple(parts.items())
-        entry: Entry | None = self._scores.get(key)
-        if entry is None:
-            entry = self._scores[key] = explain.score_entry(parts)
-        return entry
-
-
-def rows_for(
-    spec: RowSpec,
-    clusters: Sequence[ClusterSnapshot],
-    judge: Judge,
-    shared: SharedEntries,
-    memo: CycleMemo | None,
-) -> list[Row]:
-    """One row per cluster, in order, from ``memo`` when given; ``judge`` runs the filters (the engine's)."""
-    build = partial(_build, spec, judge, shared)
-    key = None if memo is None else spec.key(memo)
-    if memo is None or key is None:
-        return [build(cluster) for cluster in clusters]
-    return memo.per_cluster(key, clusters, build, variants=memberships(spec.binding))
-
-
-def _build(spec: RowSpec, judge: Judge, shared: SharedEntries, cluster: ClusterSnapshot) -> Row:
+def with_lists(
+    spec: RowSpec, judge: Judge, shared: SharedEntries, cluster: ClusterSnapshot, listless: Row
+) -> Row:
+    """``build`` for a cluster the binding's lists name, given its row without them: the lists change the
+    verdict (``previous`` lets a cluster pass, ``eviction_clusters`` fails it), the ClusterLocality part and
+    the replicas held, never the estimate or the free memory, which are taken over when worked out."""
     verdict = judge(spec.ctx, cluster)
+    entries = shared.verdict(verdict)
     if not verdict.passed:
-        return Row(cluster, verdict, shared)
-    binding, headroom = spec.binding, spec.ctx.profile.headroom
-    parts = scores.own_parts(binding, cluster, spec.weights, headroom)
-    free = free_memory(cluster, binding.resource_request, headroom) if spec.free_weighted else 0
-    own = max(binding.previous.get(cluster.name, 0), 0)
-    row = Row(cluster, verdict, shared, own, parts, free, _estimate(spec, cluster))
-    if not spec.free_weighted and row.estimate != UNBOUNDED:
-        row.placed = _place(row, parts, row.estimate, shared)
+        return Row(cluster, verdict, entries)
+    own = max(spec.binding.previous.get(cluster.name, 0), 0)
+    known = (listless.free, listless.estimate) if listless.passed else None
+    return _passed(spec, shared, cluster, verdict, entries, own, _own_parts(spec, cluster), known=known)
+
+
+def build(spec: RowSpec, judge: Judge, shared: SharedEntries, cluster: ClusterSnapshot) -> Row:
+    verdict = judge(spec.ctx, cluster)
+    entries = shared.verdict(verdict)
+    if not verdict.passed:
+        return Row(cluster, verdict, entries)
+    own = max(spec.binding.previous.get(cluster.name, 0), 0)
+    return _passed(spec, shared, cluster, verdict, entries, own, _own_parts(spec, cluster))
+
+
+def rebuilt(
+    spec: RowSpec, rejudge: Rejudge, shared: SharedEntries, cluster: ClusterSnapshot, before: Row
+) -> Row:
+    """The row ``build`` gives ``cluster``, from ``before``: the row under the same key and membership of an
+    earlier snapshot of the cluster that differs from ``cluster`` in allocating alone (``memo``). What reads
+    no allocation is taken from ``before`` (the other filters' verdicts, the membership, the score parts
+    that read none); the rest is worked out again (``filters.READS_ALLOCATION``, estimate, free memory)."""
+    verdict = rejudge(spec.ctx, cluster, before.verdict)
+    same = verdict is before.verdict
+    entries = (before.filter_entry, before.bare_entry) if same else shared.verdict(verdict)
+    if not verdict.passed:
+        return Row(cluster, verdict, entries)
+    if before.passed and not spec.parts_read_allocation:
+        earlier = before.placed if same else None  # its entries hold the same verdict and parts
+        return _passed(spec, shared, cluster, verdict, entries, before.own, before.parts, earlier)
+    return _passed(spec, shared, cluster, verdict, entries, before.own, _own_parts(spec, cluster))
+
+
+def _own_parts(spec: RowSpec, cluster: ClusterSnapshot) -> Parts:
+    return scores.own_parts(spec.binding, cluster, spec.weights, spec.ctx.profile.headroom)
+
+
+def _passed(
+    spec: RowSpec,
+    shared: SharedEntries,
+    cluster: ClusterSnapshot,
+    verdict: FilterVerdict,
+    entries: tuple[Entry, Entry],
+    own: int,
+    parts: Parts,
+    earlier: Placed | None = None,
+    known: tuple[int, int] | None = None,
+) -> Row:
+    """The row of a cluster that passed the filters. ``earlier``: the ``Placed`` of an earlier snapshot with
+    the same verdict, parts and membership, taken again when its allocatable replicas are this one's;
+    ``known``: the free memory and estimate, already worked out for this snapshot."""
+    if known is None:
+        headroom = spec.ctx.profile.headroom
+        free = free_memory(cluster, spec.binding.resource_request, headroom) if spec.free_weighted else 0
+        known = (free, _estimate(spec, cluster))
+    row = Row(cluster, verdict, entries, own, parts, *known)
+    if spec.free_weighted or row.estimate == UNBOUNDED:  # its Placed reads more than the row
+        return row
+    if earlier is not None and earlier.allocatable == row.estimate:
+        row.placed = earlier
+    else:
+        row.placed = _place(row, parts, row.estimate, shared, earlier)
     return row
 
 
 def _estimate(spec: RowSpec, cluster: ClusterSnapshot) -> int:
-    """Karmada's general estimate for workloads (non-workloads take their replicas everywhere)."""
-    binding = spec.binding
-    if not binding.is_workload:
-        return binding.replicas
-    if not spec.own_estimate:
-        return UNBOUNDED
+    """Karmada's general estimate for workloads under the binding's profile (``RowSpec.fixed_estimate``)."""
+    fixed = spec.fixed_estimate
+    if fixed is not None:
+        return fixed
     return general_max_replicas(cluster, spec.ctx.binding.resource_request, spec.ctx.profile.headroom)
 
 
-def _place(row: Row, parts: Parts, allocatable: int, shared: SharedEntries) -> Placed:
-    total = scores.total(parts)
+def _place(
+    row: Row, parts: Parts, allocatable: int, shared: SharedEntries, like: Placed | None = None
+) -> Placed:
+    """The row's ``Placed`` with ``allocatable`` replicas; ``like``: one with the same parts and membership
+    (an earlier snapshot's), whose score and score part are taken over."""
+    if like is None:
+        score, score_part = scores.total(parts), shared.scores(parts)
+    else:
+        score, score_part = like.score, like.score_part
     available = allocatable + row.own
-    entry = explain.placed_entry(row.filter_entry, shared.scores(parts), total, allocatable, available)
     region, tier = row.snapshot.region, row.verdict.overflow_order
-    selected = explain.marked(entry, selected=True)
-    return Placed(row.name, total, available, allocatable, region, tier, entry, selected)
+    return Placed(row.name, score, available, allocatable, region, tier, row.filter_entry, score_part)
 
 
 def rejudged(row: Row, verdict: FilterVerdict, shared: SharedEntries) -> Row:
     """``row`` failed by a verdict of the binding's own (avoid list, extender): that binding's row alone."""
     assert not verdict.passed, "only a filter of the binding's own fails a cluster on top of the rows"
-    return Row(row.snapshot, verdict, shared)
+    return Row(row.snapshot, verdict, shared.verdict(verdict))
 
 
 def placements(
     spec: RowSpec,
-    feasible: Sequence[Row],
+    rows: Sequence[Row],
     bounds: Mapping[str, int] | None,
     extra: Mapping[str, Parts],
     shared: SharedEntries,
 ) -> list[Placed]:
-    """The feasible rows' ``Placed`` for this binding. ``bounds``: the binding's own bounds on the rows'
-    estimates (given estimators, extenders); ``extra``: extender score parts per cluster."""
-    if bounds is None and not extra and not spec.free_weighted:
-        placed = [row.placed for row in feasible]
-        if None not in placed:
-            return cast(list[Placed], placed)
-    top = max((row.free for row in feasible), default=0) if spec.free_weighted else 0
+    """The ``Placed`` of the rows that passed the filters, for this binding, in row order. ``bounds``: the
+    binding's own bounds on the rows' estimates (given estimators, extenders); ``extra``: extender score
+    parts per cluster."""
     replicas = spec.binding.replicas
-    return [_placed_for(spec, row, top, bounds, extra.get(row.name), replicas, shared) for row in feasible]
+    if bounds is None and not extra and not spec.free_weighted:
+        # Each row's own, but where its estimate was unbounded (then its Placed reads the replicas).
+        return [
+            row.placed or _placed_for(spec, row, 0, bounds, None, replicas, shared)
+            for row in rows
+            if row.passed
+        ]
+    top = max((row.free for row in rows if row.passed), default=0) if spec.free_weighted else 0
+    return [
+        _placed_for(spec, row, top, bounds, extra.get(row.name), replicas, shared)
+        for row in rows
+        if row.passed
+    ]
 
 
 def _placed_for(
@@ -279,21 +306,3 @@ def _placed_for(
     placed = _place(row, parts, allocatable, shared)
     row.last = (top, allocatable, placed)
     return placed
-
-
-def cluster_entries(
-    rows: Sequence[Row],
-    placed: Sequence[Placed] = (),
-    selected: Sequence[Placed] = (),
-    replicas: Mapping[str, int] | None = None,
-) -> dict[str, Entry]:
-    """The explanation's per-cluster entries in cluster order: a row's bare entry, a feasible cluster's
-    placed entry, a selected one's selected entry, each shared; a copy only where replicas are marked."""
-    entries = {row.name: row.bare_entry for row in rows}
-    if len(selected) < len(placed):
-        entries.update({p.name: p.entry for p in placed})
-    entries.update({p.name: p.selected_entry for p in selected})
-    for name, count in (replicas or {}).items():
-        if count and name in entries:
-            entries[name] = explain.marked(entries[name], replicas=count)
-    return entries

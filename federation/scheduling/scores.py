@@ -9,6 +9,9 @@ Invariants:
 - MoreFreeMemoryRatio answers 0..10 (the database scheduler's scale, see ``fit``), not 0..100.
 - Extender priorities (0..10) are scaled to 0..100 and multiplied by the extender's weight.
 - ``ClusterScore.parts`` keeps every plugin's (score, weight) for the explanation.
+- Of a cluster's allocation (``allocated``, ``allocating``) only the plugins in ``READS_ALLOCATION`` and
+  MostFreeMemory read anything: the others score two snapshots that differ in allocating alone the same
+  (``rows`` takes their parts over when it rebuilds a row for such a snapshot).
 """
 
 from __future__ import annotations
@@ -42,6 +45,11 @@ PLUGIN_ORDER = (
 )
 
 
+# The plugins of ``own_parts`` whose score reads the cluster's allocation (``allocated``, ``allocating``); the
+# others (ClusterLocality) score two snapshots that differ in allocating alone the same.
+READS_ALLOCATION = frozenset({"LeastAllocated", "BalancedAllocation", "MoreFreeMemoryRatio"})
+
+
 @dataclass(frozen=True, slots=True)
 class ClusterScore:
     name: str
@@ -55,8 +63,8 @@ def cluster_locality(binding: BindingInput, cluster: ClusterSnapshot) -> int:
 
 def score_weights(binding: BindingInput, config: EngineConfig) -> dict[str, int]:
     """The weights of the plugins that count for ``binding``: its profile's, enabled and non-zero."""
-    profile = config.profile_for(binding.service_class)
-    return {k: w for k, w in profile.score_weights.items() if w and config.enabled(k)}
+    profile, disabled = config.profile_for(binding.service_class), config.disabled_plugins
+    return {k: w for k, w in profile.score_weights.items() if w and k not in disabled}  # ``config.enabled``
 
 
 def memo_key(binding: BindingInput, config_id: int) -> Hashable:
@@ -101,6 +109,11 @@ def with_free_memory(
     """``parts`` with MostFreeMemory's (score, weight) in its place in ``PLUGIN_ORDER``."""
     with_memory = {**parts, FREE_MEMORY: (score, weights[FREE_MEMORY])}
     return {name: with_memory[name] for name in PLUGIN_ORDER if name in with_memory}
+
+
+def own_parts_read_allocation(weights: Mapping[str, int]) -> bool:
+    """Whether ``own_parts`` under ``weights`` reads the cluster's allocation."""
+    return not READS_ALLOCATION.isdisjoint(weights)
 
 
 def own_parts(

@@ -14,7 +14,11 @@ cost does not grow with the number of seats.
 
 With no seats held and no more seats than parties (a scheduler's usual case: a few replicas over many
 clusters), only the ``N`` parties with the best first offers can win a seat: ``_few_seats`` runs the
-seat-by-seat method over them alone, after one sort that C does.
+seat-by-seat method over them alone, after one sort that C does. ``seats_won`` gives the same seats but
+lists only the parties that won any (``allocate_webster_seats`` lists every party, as Karmada does).
+
+Only the parity of FNV-1a-32 matters for the tie-break, and ``larger_name_wins`` works it out without the
+hash (a test holds it to ``fnv1a_32``).
 """
 
 from __future__ import annotations
@@ -39,8 +43,20 @@ def fnv1a_32(text: str) -> int:
 
 
 def larger_name_wins(uid: str) -> bool:
-    """Karmada's ``tieBreakerByUID`` direction: an odd FNV-1a-32 of a non-empty uid favours larger names."""
-    return bool(uid) and fnv1a_32(uid) % 2 == 1
+    """Karmada's ``tieBreakerByUID`` direction: an odd FNV-1a-32 of a non-empty uid favours larger names.
+
+    Only the parity of the hash counts, and it is worked out without the hash: the offset basis and the
+    prime are odd, so each step ``(h ^ byte) * prime`` keeps the parity of ``h ^ byte``; the hash is odd when
+    the uid's UTF-8 bytes hold an even number of odd bytes (counted in C; a test holds it to ``fnv1a_32``).
+    """
+    if not uid:
+        return False
+    data = uid.encode()
+    odd_bytes = len(data) - len(data.translate(None, _ODD_BYTES))
+    return odd_bytes % 2 == 0
+
+
+_ODD_BYTES = bytes(range(1, 256, 2))
 
 
 def _priority(votes: int, seats: int) -> float:
@@ -65,8 +81,10 @@ def allocate_webster_seats(
     names = sorted(votes.keys() | initial.keys()) if initial else sorted(votes)
     if not names:
         return {}
-    if 0 < new_seats <= len(names) and not initial and _exact_in_float(votes):
-        return _few_seats(new_seats, votes, names, prefer_larger_names)
+    if 0 < new_seats <= len(names) and not initial:
+        won = _few_seats(new_seats, votes, names, prefer_larger_names)
+        if won is not None:
+            return {**dict.fromkeys(names, 0), **won}
     fv = [float(votes.get(name, 0)) for name in names]
     s0 = [int(initial.get(name, 0)) for name in names] if initial else [0] * len(names)
     if new_seats <= 0:
@@ -82,28 +100,41 @@ def allocate_webster_seats(
     return dict(zip(names, seats, strict=True))
 
 
-def _exact_in_float(votes: Mapping[str, int]) -> bool:
-    """Every vote non-negative and below 2**53: ordering the votes orders their float64 priorities alike."""
-    return min(votes.values()) >= 0 and max(votes.values()) < _FLOAT_EXACT
+def seats_won(
+    new_seats: int, votes: Mapping[str, int], *, prefer_larger_names: bool = False
+) -> dict[str, int]:
+    """``allocate_webster_seats`` from no seats held, listing only the parties that won a seat: a scheduler
+    divides a few replicas over many clusters, and the others' zeros are work nobody reads."""
+    names = sorted(votes)
+    if 0 < new_seats <= len(names):
+        won = _few_seats(new_seats, votes, names, prefer_larger_names)
+        if won is not None:
+            return won
+    seats = allocate_webster_seats(new_seats, votes, prefer_larger_names=prefer_larger_names)
+    return {name: count for name, count in seats.items() if count}
 
 
 def _few_seats(
     new_seats: int, votes: Mapping[str, int], names: list[str], prefer_larger_names: bool
-) -> dict[str, int]:
+) -> dict[str, int] | None:
     """No seats held and no more seats than parties (a scheduler's usual case: a few replicas over many
     clusters): seat by seat over the ``new_seats`` parties with the best first offers, in C but for them.
+    The parties that won a seat, with their seats; None when a vote is negative or too large for float64
+    to order the priorities as the votes.
 
     No other party can win a seat: each of its offers is beaten by those ``new_seats`` first offers. A first
-    offer is the party's votes, so the best ones are the votes in descending order (``_exact_in_float``),
-    equal votes in name order (a stable sort keeps it; reversed when larger names win).
+    offer is the party's votes, so the best ones are the votes in descending order (when every vote is
+    non-negative and below 2**53, ordering the votes orders their float64 priorities alike), equal votes in
+    name order (a stable sort keeps it; reversed when larger names win).
     """
     ranked = sorted(reversed(names) if prefer_larger_names else names, key=votes.__getitem__, reverse=True)
+    if votes[ranked[-1]] < 0 or votes[ranked[0]] >= _FLOAT_EXACT:
+        return None
     winners = ranked[:new_seats]
-    seats = dict.fromkeys(names, 0)
     if _priority(votes[winners[-1]], 0) >= _priority(votes[winners[0]], 1):
         # The worst first offer taken beats the best second offer (or ties it, with fewer seats): one each.
-        seats.update(dict.fromkeys(winners, 1))
-        return seats
+        return dict.fromkeys(winners, 1)
+    seats = dict.fromkeys(winners, 0)
     sign = -1 if prefer_larger_names else 1
     heap = [(-float(votes[n]), 0, sign * bisect_left(names, n), n) for n in winners]
     heapq.heapify(heap)
@@ -111,7 +142,7 @@ def _few_seats(
         _, k, rank, name = heap[0]
         seats[name] = k + 1
         heapq.heapreplace(heap, (-_priority(votes[name], k + 1), k + 1, rank, name))
-    return seats
+    return {name: count for name, count in seats.items() if count}
 
 
 def _estimate(new_seats: int, fv: list[float], s0: list[int]) -> list[int]:

@@ -39,6 +39,21 @@ def filter_runs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return runs
 
 
+@pytest.fixture
+def refit_runs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The clusters ``rerun_filters`` was run for (rows rebased on an earlier snapshot's: only the filters
+    that read the allocation run again)."""
+    runs: list[str] = []
+    real = engine.rerun_filters
+
+    def counting(ctx: Any, cluster: ClusterSnapshot, before: Any) -> Any:
+        runs.append(cluster.name)
+        return real(ctx, cluster, before)
+
+    monkeypatch.setattr(engine, "rerun_filters", counting)
+    return runs
+
+
 class NumberedRuns:
     """A compute function that records the clusters it ran for and answers its run number."""
 
@@ -86,7 +101,9 @@ def test_second_binding_of_a_policy_reuses_every_verdict(filter_runs: list[str])
     assert result == schedule(second, snapshots)
 
 
-def test_assume_makes_only_the_clusters_that_took_replicas_miss(filter_runs: list[str]) -> None:
+def test_assume_makes_only_the_clusters_that_took_replicas_miss(
+    filter_runs: list[str], refit_runs: list[str]
+) -> None:
     memo, snapshots = CycleMemo(), clusters()
     placement = {**DYNAMIC, "clusterAffinity": {"clusterNames": ["m1", "m2"]}}
     first = make_binding(2, placement, name="a", resource_request=REQUEST)
@@ -97,7 +114,11 @@ def test_assume_makes_only_the_clusters_that_took_replicas_miss(filter_runs: lis
     filter_runs.clear()
     second = make_binding(2, placement, name="b", resource_request=REQUEST)
     got = schedule(second, after, memo=memo)
-    assert filter_runs == ["m1", "m2"]
+    # m1 and m2 miss, and only they; their rows are rebased on the earlier snapshots' (allocating alone
+    # changed), so only the filters that read the allocation run again, and none runs whole
+    assert refit_runs == ["m1", "m2"]
+    assert filter_runs == []
+    assert (memo.rebased, memo.misses) == (2, 6)
     assert got == schedule(second, after)
 
 

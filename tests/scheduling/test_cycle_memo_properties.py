@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from hypothesis import given, settings
@@ -248,3 +248,54 @@ def test_results_never_change_after_they_are_returned(
         snapshots = assume(snapshots, result, binding.resource_request, binding.previous)
     now = [json.dumps(result.explanation, sort_keys=True) for result, _ in seen]
     assert now == [text for _, text in seen]
+
+
+def changed(cluster: ClusterSnapshot, kind: str) -> ClusterSnapshot:
+    """``cluster`` after a status update between two batches: none, allocating alone (what the memo rebases
+    rows on), or a field the filters read."""
+    if kind == "allocating":
+        return cluster.with_allocating({**cluster.allocating, "pods": cluster.allocating.get("pods", 0) + 2})
+    if kind == "allocated":
+        return replace(cluster, allocated={**cluster.allocated, "cpu": cluster.allocated.get("cpu", 0) + 900})
+    if kind == "labels":
+        return replace(cluster, labels={"env": "dev" if cluster.labels.get("env") == "prod" else "prod"})
+    if kind == "taints":
+        return replace(
+            cluster, taints=() if cluster.taints else (Taint(key="dedicated", effect="NoSchedule"),)
+        )
+    return cluster
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    binding_list(),
+    cluster_list(),
+    st.sampled_from(CONFIGS),
+    st.sampled_from([(), (ParityExtender(),)]),
+    st.lists(
+        st.lists(
+            st.sampled_from(["none", "allocating", "allocated", "labels", "taints"]), min_size=6, max_size=6
+        ),
+        min_size=1,
+        max_size=3,
+    ),
+)
+def test_a_memo_carried_over_batches_gives_the_same_results_as_none(
+    bindings: list[BindingInput],
+    clusters: list[ClusterSnapshot],
+    config: EngineConfig,
+    extenders: tuple[ParityExtender, ...],
+    updates: list[list[str]],
+) -> None:
+    """As a scheduler pass runs its batches: one memo for all of them, each batch starting from the snapshots
+    the last one assumed, some of them updated in between (unchanged ones the very same objects)."""
+    memo, with_memo, alone = CycleMemo(), list(clusters), list(clusters)
+    for kinds in updates:
+        with_memo = [changed(c, kind) for c, kind in zip(with_memo, kinds, strict=False)]
+        alone = [changed(c, kind) for c, kind in zip(alone, kinds, strict=False)]
+        for binding in bindings:
+            got = schedule(binding, with_memo, config, extenders, memo=memo)
+            want = schedule(binding, alone, config, extenders)
+            assert got == want
+            with_memo = assume(with_memo, got, binding.resource_request, binding.previous)
+            alone = assume(alone, want, binding.resource_request, binding.previous)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -126,3 +127,13 @@ def test_reserve_is_the_least_integer_that_keeps_the_inequality(
     rule: Headroom, allocatable: int, reserve: int
 ) -> None:
     assert rule.reserve(allocatable) == reserve
+
+
+def test_the_profile_of_a_class_without_one_is_made_once_per_config() -> None:
+    config = EngineConfig(score_weights={"ClusterLocality": 2}, headroom={"pods": Headroom(floor=1)})
+    assert config.profile_for("") is config.profile_for("unknown")
+    assert config.profile_for("") == ServiceProfile({"ClusterLocality": 2}, {"pods": Headroom(floor=1)})
+    other = replace(config, headroom={})
+    assert other.profile_for("").headroom == {}  # made again for the new config's fields
+    assert replace(config) == config  # and no part of a config's equality
+    assert "unnamed" not in repr(config)

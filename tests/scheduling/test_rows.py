@@ -7,8 +7,12 @@ from dataclasses import fields, replace
 from typing import Any
 
 from federation.model.placement import Taint
+from federation.scheduling.cycle_rows import Judges, rows_for
 from federation.scheduling.engine import assume, schedule
+from federation.scheduling.filters import FilterContext, rerun_filters, run_filters
 from federation.scheduling.memo import CycleMemo
+from federation.scheduling.placed import Placed, SharedEntries, _everyone_selected, cluster_entries
+from federation.scheduling.rows import Row, RowSpec
 from federation.scheduling.types import EngineConfig, ScheduleResult
 from tests.scheduling.sched_factories import DYNAMIC, GIB, make_binding, make_cluster, pods_only
 
@@ -108,3 +112,66 @@ def test_with_allocating_is_replace_over_every_field() -> None:
     defaults = make_cluster("m0", api_enablements=None, allocatable=None)
     assert all(getattr(full, f.name) != getattr(defaults, f.name) for f in fields(full) if f.name != "name")
     assert full.with_allocating({"pods": 2}) == replace(full, allocating={"pods": 2})
+
+
+def test_same_but_allocating_tells_a_change_of_any_other_field() -> None:
+    full = make_cluster("m0", labels={"env": "prod"}, allocated={"pods": 1}, allocating={"pods": 1})
+    assert full.same_but_allocating(full.with_allocating({"pods": 2}))
+    assert full.same_but_allocating(replace(full))  # equal values, other objects
+    other = make_cluster(
+        "m1",
+        labels={"env": "dev"},
+        provider="aws",
+        region="eu",
+        zone="eu-1a",
+        zones=("eu-1a",),
+        taints=(Taint(key="x", effect="NoSchedule"),),
+        ready=False,
+        deleting=True,
+        api_enablements=None,
+        allocatable={"pods": 3},
+        allocated={"pods": 2},
+    )
+    for f in fields(full):
+        if f.name != "allocating":
+            changed = replace(full, **{f.name: getattr(other, f.name)})
+            assert not full.same_but_allocating(changed), f.name
+
+
+def test_a_placed_entry_unmarked_is_made_once_and_the_selected_one_is_left_alone() -> None:
+    parts = {"ClusterLocality": {"score": 0, "weight": 1}}
+    placed = Placed("m0", 0, 7, 5, "eu", 0, {"passed": True}, parts)
+    selected = dict(placed.selected_entry)
+    assert selected == {
+        "filter": {"passed": True},
+        "selected": True,
+        "replicas": 0,
+        "scores": parts,
+        "totalScore": 0,
+        "allocatable": 5,
+        "available": 7,
+    }
+    assert placed.entry == {**selected, "selected": False}
+    assert placed.entry is placed.entry  # made once: results that share the Placed share it
+    assert placed.selected_entry == selected
+
+
+def rows_of(binding: Any, snapshots: list[Any]) -> list[Row]:
+    spec = RowSpec(FilterContext(binding, None, EngineConfig(), overflow_allowed=True), binding, True)
+    return rows_for(spec, snapshots, Judges(run_filters, rerun_filters), SharedEntries(None), None)
+
+
+def test_entries_when_every_cluster_is_selected_are_the_general_ones() -> None:
+    snapshots = [pods_only(f"m{i}", 10 + i) for i in range(3)]
+    rows = rows_of(make_binding(4, DYNAMIC), snapshots)
+    placed = [row.placed for row in rows if row.placed is not None]
+    marks = {"m2": 3}
+    everyone = cluster_entries(rows, placed, list(reversed(placed)), marks)
+    assert list(everyone) == ["m0", "m1", "m2"]  # row order, whatever the selection order
+    general = {row.name: row.bare_entry for row in rows} | {p.name: p.selected_entry for p in placed}
+    assert everyone == general | {"m2": {**general["m2"], "replicas": 3}}
+    assert _everyone_selected(rows, placed, placed) == general
+    assert _everyone_selected(rows, placed, placed[:2]) is None  # not every cluster selected
+    twice = [*rows, rows[0]]
+    assert _everyone_selected(twice, [*placed, placed[0]], [*placed, placed[0]]) is None  # a name twice
+    assert list(cluster_entries(twice, [*placed, placed[0]], placed)) == ["m0", "m1", "m2"]

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from federation.scheduling.division import webster_divide
-from federation.scheduling.webster import allocate_webster_seats, fnv1a_32, larger_name_wins
+from federation.scheduling.webster import allocate_webster_seats, fnv1a_32, larger_name_wins, seats_won
 
 
 def naive_webster(seats: int, votes: dict[str, int], initial: dict[str, int], larger: bool) -> dict[str, int]:
@@ -141,3 +141,18 @@ def test_few_seats_with_a_second_seat_for_the_strongest() -> None:
     # a's second offer (300) ties b's first and beats c's: a, then b (fewer seats wins the tie), then a.
     assert allocate_webster_seats(3, votes) == {"a": 2, "b": 1, "c": 0, "d": 0}
     assert allocate_webster_seats(3, votes) == naive_webster(3, votes, {}, False)
+
+
+@settings(max_examples=400, deadline=None)
+@given(votes_st, st.integers(0, 40), st.booleans())
+def test_seats_won_are_the_seats_without_the_zeros(votes: dict[str, int], seats: int, larger: bool) -> None:
+    every = allocate_webster_seats(seats, votes, prefer_larger_names=larger)
+    won = seats_won(seats, votes, prefer_larger_names=larger)
+    assert won == {name: count for name, count in every.items() if count}
+    assert all(count > 0 for count in won.values())
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(max_size=40))
+def test_larger_name_wins_reads_the_parity_of_the_fnv_hash(uid: str) -> None:
+    assert larger_name_wins(uid) == (bool(uid) and fnv1a_32(uid) % 2 == 1)

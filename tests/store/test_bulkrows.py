@@ -186,7 +186,10 @@ def test_rows_given_by_column_are_the_rows_given_by_row(engine: Engine) -> None:
 
 
 def test_columns_of_unequal_length_are_refused_before_anything_is_sent(engine: Engine) -> None:
-    with engine.begin() as connection, count_statements(engine) as log:
-        with pytest.raises(ValueError, match="every column"):
-            insert_columns(connection, LOG, {"revision": [1, 2], "event": ["ADDED"]})
+    with (
+        engine.begin() as connection,
+        count_statements(engine) as log,
+        pytest.raises(ValueError, match="every column"),
+    ):
+        insert_columns(connection, LOG, {"revision": [1, 2], "event": ["ADDED"]})
     assert log.count == 0
