@@ -35,7 +35,7 @@ from sqlalchemy import ColumnElement, Table, exists, or_, select, true, update
 from sqlalchemy.orm import Session
 
 from federation.store.bulkrows import update_rows
-from federation.store.dialect import among
+from federation.store.dialect import among, is_postgres
 from federation.store.tables import (
     ClaimMixin,
     ClusterPropagationPolicyRow,
@@ -177,6 +177,10 @@ def release(
     if not claims:
         return
     t = table_of(table)
+    if done and is_postgres(session):
+        _release_done(session, t, table.dirty_flag, claims, owner)
+        HOLDINGS.remove(owner, table, [c.id for c in claims])
+        return
     if done:
         _clear_dirty(session, t, table.dirty_flag, claims, owner)
     statement = (
@@ -219,6 +223,25 @@ class Backoff:
     def delay(self, failures: int) -> float:
         exponent = min(max(failures - 1, 0), 32)
         return float(min(self.maximum, self.initial * 2**exponent))
+
+
+def _release_done(session: Session, t: Table, flag: str, claims: Sequence[Claim], owner: str) -> None:
+    """``release(done=True)`` as one statement on Postgres (the row is written once, not twice): each claim
+    given back with its back-off and failure count reset, its dirty flag cleared only where ``dirty_seq`` is
+    still the one it was claimed at. Elsewhere ``_clear_dirty`` and the release are two statements."""
+    connection = session.connection()
+    quote = connection.dialect.identifier_preparer.quote
+    target = connection.dialect.identifier_preparer.format_table(t)
+    id_type = t.c.id.type.compile(dialect=connection.dialect)
+    column = quote(flag)
+    sql = (
+        f"UPDATE {target} SET {column} = CASE WHEN {target}.dirty_seq = v.seq THEN false "
+        f"ELSE {target}.{column} END, claimed_by = NULL, claimed_until = NULL, next_attempt_at = NULL, "
+        f"failures = 0 FROM unnest(CAST(%(ids)s AS {id_type}[]), CAST(%(seqs)s AS INTEGER[])) AS v(id, seq) "
+        f"WHERE {target}.id = v.id AND {target}.claimed_by = %(owner)s"
+    )
+    params = {"ids": [c.id for c in claims], "seqs": [c.dirty_seq for c in claims], "owner": owner}
+    connection.exec_driver_sql(sql, params)
 
 
 def _clear_dirty(session: Session, t: Table, flag: str, claims: Sequence[Claim], owner: str) -> None:

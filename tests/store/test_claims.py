@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, select, update
 
 from federation.store import UnitOfWork, claim, objects, release
 from federation.store.claims import claim_rows, mark_dirty
@@ -91,6 +91,28 @@ def test_release_done_clears_flag_failure_backs_off(uow: UnitOfWork) -> None:
             session.execute(select(ResourceBindingRow.name, ResourceBindingRow.needs_scheduling)).all()
         )
     assert flags == {"b00": False, "b01": True}
+
+
+def test_a_done_release_is_one_statement_on_postgres_and_resets_failures(
+    uow: UnitOfWork, engine: Engine
+) -> None:
+    seed_bindings(uow, 3)
+    with uow() as session:
+        claims = claim(session, ResourceBindingRow, "s", 3, T0, 30)
+        session.execute(update(ResourceBindingRow).values(failures=4, next_attempt_at=T0))
+    with uow() as session, count_statements(engine) as log:
+        release(session, ResourceBindingRow, claims, "s", done=True)
+    assert len(log.statements) == (1 if engine.dialect.name == "postgresql" else 2)
+    with uow() as session:
+        rows = session.execute(
+            select(
+                ResourceBindingRow.claimed_by,
+                ResourceBindingRow.needs_scheduling,
+                ResourceBindingRow.failures,
+                ResourceBindingRow.next_attempt_at,
+            )
+        ).all()
+    assert {tuple(r) for r in rows} == {(None, False, 0, None)}
 
 
 def test_change_during_work_survives_release(uow: UnitOfWork) -> None:
