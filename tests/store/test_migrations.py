@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from alembic import command
-from sqlalchemy import inspect
+from sqlalchemy import inspect, text
 
 from federation.store import UnitOfWork, make_engine, migrate, objects
 from federation.store.errors import MigrationsNotFound
@@ -127,5 +128,42 @@ def test_0008_starts_the_global_revision_after_every_existing_resource_version(d
         assert [created["metadata"]["resourceVersion"], again["metadata"]["resourceVersion"]] == ["42", "43"]
         with uow() as session:
             assert changefeed.start_position(session) == 43
+    finally:
+        engine.dispose()
+
+
+def test_0012_compresses_the_large_json_columns_with_lz4_where_the_server_has_it(database_url: str) -> None:
+    """On Postgres (this machine's server has lz4) the columns are set to lz4 and a value written afterwards
+    is stored compressed with it; a downgrade sets them back to the server's default."""
+    migrate.upgrade(database_url)
+    engine = make_engine(database_url)
+    try:
+        if engine.dialect.name != "postgresql":
+            return  # nothing to do on SQLite: the migration is a no-op there
+        compression = text(
+            "SELECT attcompression FROM pg_attribute WHERE attrelid = 'scheduling_decisions'::regclass "
+            "AND attname = 'explanation'"
+        )
+        with engine.begin() as connection:
+            assert connection.execute(compression).scalar() == "l"
+            connection.execute(
+                text(
+                    "INSERT INTO scheduling_decisions (binding_uid, binding_kind, binding_namespace, "
+                    "binding_name, result, message, clusters, explanation, created_at) VALUES "
+                    "('u', 'ResourceBinding', 'default', 'b', 'Success', '', '[]', :explanation, now())"
+                ),
+                {
+                    "explanation": json.dumps(
+                        {"clusters": {f"member{i:03d}": {"passed": True} for i in range(500)}}
+                    )
+                },
+            )
+            method = connection.execute(
+                text("SELECT pg_column_compression(explanation) FROM scheduling_decisions")
+            ).scalar()
+        assert method == "lz4"
+        command.downgrade(migrate.alembic_config(database_url), "0011")
+        with engine.begin() as connection:
+            assert connection.execute(compression).scalar() == ""
     finally:
         engine.dispose()
