@@ -46,9 +46,7 @@ import dataclasses
 import functools
 import logging
 import threading
-from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -57,6 +55,7 @@ from sqlalchemy import or_
 from sqlalchemy.orm import Session
 
 from federation.controllers import budget_records, isolation
+from federation.controllers.batch_pipeline import BatchWrites, NextBatch
 from federation.controllers.cluster_snapshots import SnapshotCache, cluster_snapshots
 from federation.controllers.idle_gate import Probe
 from federation.controllers.runtime import Clock, Outcome
@@ -490,65 +489,6 @@ class Scheduler:
             claims.release(session, ResourceBindingRow, [item], self.identity, done=done, retry_at=retry_at)
 
 
-class BatchWrites:
-    """The batch writes of one pass, each on a worker thread while the pass decides the next batch
-    (``overlap``), or at once on the caller's thread (no overlap, or the pass's ``last`` batch).
-
-    At most ``depth`` writes are in flight, each on its own connection: a write is mostly round trips to
-    the database, and with one in flight the pass waited for them (a batch took ~40 ms to decide and ~100 ms
-    to write). Their bindings are disjoint (each claimed by this pass), so they may commit in any order.
-    ``submit`` waits for the oldest when ``depth`` are in flight; an exception of a write (a database outage
-    included) is raised in the pass, by a later ``submit``, ``wait`` or the end of the ``with`` block. The
-    worker threads start with the first write given to them."""
-
-    def __init__(self, *, overlap: bool, depth: int = 1) -> None:
-        self._overlap = overlap
-        self._depth = max(1, depth)
-        self._pool: ThreadPoolExecutor | None = None
-        self._futures: deque[Future[int]] = deque()
-        self.written = 0
-
-    def __enter__(self) -> BatchWrites:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        try:
-            if exc[0] is None:
-                self.wait()
-        finally:
-            if self._pool is not None:
-                self._pool.shutdown(wait=True)
-
-    def submit(
-        self, write: Callable[[Sequence[Pending]], int], pending: Sequence[Pending], *, last: bool = False
-    ) -> None:
-        while len(self._futures) >= self._depth:
-            self._take_oldest()
-        if last or not self._overlap:
-            self.written += write(pending)
-            return
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(self._depth, thread_name_prefix="scheduler-write")
-        self._futures.append(self._pool.submit(write, pending))
-
-    def in_flight(self) -> bool:
-        return bool(self._futures)
-
-    def wait(self) -> None:
-        """Wait for every write in flight (the first exception is raised once all have ended)."""
-        failure: BaseException | None = None
-        while self._futures:
-            try:
-                self._take_oldest()
-            except BaseException as exc:  # the others still finish before the pass goes on
-                failure = failure or exc
-        if failure is not None:
-            raise failure
-
-    def _take_oldest(self) -> None:
-        self.written += self._futures.popleft().result()
-
-
 # -- reads ------------------------------------------------------------------------------------------------
 
 
@@ -579,38 +519,6 @@ class Claimed:
 
     rows: list[tuple[claims.Claim, Any]]
     templates: dict[str, Manifest]
-
-
-class NextBatch:
-    """The claim of the pass's next batch: on a thread of its own (``prefetch``), started while the pass
-    decides the current batch, so the claim's round trips overlap that work; else taken at once on the
-    caller's thread. ``start`` begins the next claim, ``take`` waits for it (or claims now when none was
-    started). A claim started is always taken by the pass, but when it raises: then its rows stay
-    claimed until their lease runs out, as any pass that fails leaves its batch."""
-
-    def __init__(self, fetch: Callable[[], Claimed], *, prefetch: bool) -> None:
-        self._fetch = fetch
-        self._prefetch = prefetch
-        self._pool: ThreadPoolExecutor | None = None
-        self._next: Future[Claimed] | None = None
-
-    def __enter__(self) -> NextBatch:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
-
-    def start(self) -> None:
-        if not self._prefetch or self._next is not None:
-            return
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(1, thread_name_prefix="scheduler-claim")
-        self._next = self._pool.submit(self._fetch)
-
-    def take(self) -> Claimed:
-        started, self._next = self._next, None
-        return started.result() if started is not None else self._fetch()
 
 
 def consecutive_failures(session: Session, binding_uid: str, horizon: int = 32) -> int:

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from federation.controllers.scheduler import BatchWrites, Pending, Scheduler
+from federation.controllers.batch_pipeline import BatchWrites
+from federation.controllers.scheduler import Pending, Scheduler
 from tests.controllers.test_scheduler import DYNAMIC, Harness, deployment, policy
 from tests.controllers.test_scheduler_workload_policy import shared_policy, team
 

@@ -13,7 +13,7 @@ from federation.scheduling.filters import FilterContext, rerun_filters, run_filt
 from federation.scheduling.memo import CycleMemo
 from federation.scheduling.placed import Placed, SharedEntries, _everyone_selected, cluster_entries
 from federation.scheduling.rows import Row, RowSpec
-from federation.scheduling.types import EngineConfig, ScheduleResult
+from federation.scheduling.types import ClusterSnapshot, EngineConfig, ScheduleResult
 from tests.scheduling.sched_factories import DYNAMIC, GIB, make_binding, make_cluster, pods_only
 
 SPREAD = {**DYNAMIC, "spreadConstraints": [{"spreadByField": "cluster", "minGroups": 1, "maxGroups": 2}]}
@@ -93,22 +93,27 @@ def test_without_a_memo_equal_score_parts_share_one_score_dict() -> None:
     assert a["scores"] is b["scores"]
 
 
+def every_field_set(name: str, **overrides: Any) -> ClusterSnapshot:
+    """A snapshot whose every field differs from ``make_cluster``'s defaults (``overrides`` on top)."""
+    fields_: dict[str, Any] = {
+        "labels": {"env": "prod"},
+        "provider": "aws",
+        "region": "eu",
+        "zone": "eu-1a",
+        "zones": ("eu-1a",),
+        "taints": (Taint(key="x", effect="NoSchedule"),),
+        "ready": False,
+        "deleting": True,
+        "api_enablements": frozenset({"v1/ConfigMap"}),
+        "allocatable": {"pods": 3},
+        "allocated": {"pods": 1},
+        "allocating": {"pods": 1},
+    }
+    return make_cluster(name, **{**fields_, **overrides})
+
+
 def test_with_allocating_is_replace_over_every_field() -> None:
-    full = make_cluster(
-        "m0",
-        labels={"env": "prod"},
-        provider="aws",
-        region="eu",
-        zone="eu-1a",
-        zones=("eu-1a",),
-        taints=(Taint(key="x", effect="NoSchedule"),),
-        ready=False,
-        deleting=True,
-        api_enablements=frozenset({"v1/ConfigMap"}),
-        allocatable={"pods": 3},
-        allocated={"pods": 1},
-        allocating={"pods": 1},
-    )
+    full = every_field_set("m0")
     defaults = make_cluster("m0", api_enablements=None, allocatable=None)
     assert all(getattr(full, f.name) != getattr(defaults, f.name) for f in fields(full) if f.name != "name")
     assert full.with_allocating({"pods": 2}) == replace(full, allocating={"pods": 2})
@@ -118,19 +123,8 @@ def test_same_but_allocating_tells_a_change_of_any_other_field() -> None:
     full = make_cluster("m0", labels={"env": "prod"}, allocated={"pods": 1}, allocating={"pods": 1})
     assert full.same_but_allocating(full.with_allocating({"pods": 2}))
     assert full.same_but_allocating(replace(full))  # equal values, other objects
-    other = make_cluster(
-        "m1",
-        labels={"env": "dev"},
-        provider="aws",
-        region="eu",
-        zone="eu-1a",
-        zones=("eu-1a",),
-        taints=(Taint(key="x", effect="NoSchedule"),),
-        ready=False,
-        deleting=True,
-        api_enablements=None,
-        allocatable={"pods": 3},
-        allocated={"pods": 2},
+    other = every_field_set(
+        "m1", labels={"env": "dev"}, api_enablements=None, allocated={"pods": 2}, allocating={}
     )
     for f in fields(full):
         if f.name != "allocating":
