@@ -4,7 +4,9 @@
 Queueing: two change feeds (`change_feed`) — Works written since the last pass (their status changed,
 they were created or tombstoned) name their bindings through `binding_id`; bindings written since the last
 pass may expect a different set of clusters. Nothing else is read. A Work is read as a ``WorkStatusView``
-(its status and its manifests' identities, which the database extracts): a pass never loads a manifest.
+(its status and its manifests' identities, which the database extracts): a pass never loads a manifest. Where
+the feeds stand is kept in the database (``feed_checkpoint``): a restart resumes there instead of
+re-aggregating every binding.
 
 Invariants:
 - `aggregatedStatus` has one item per Work of the binding that is not being deleted, sorted by cluster:
@@ -38,6 +40,7 @@ from sqlalchemy.orm import Session
 
 from federation.controllers import conditions, isolation, rendering
 from federation.controllers.change_feed import ChangeFeed
+from federation.controllers.feed_checkpoint import FeedCheckpoint
 from federation.controllers.idle_gate import Probe
 from federation.controllers.isolation import RetryBook
 from federation.controllers.runtime import Clock, Outcome
@@ -172,6 +175,9 @@ class BindingStatusController:
     works_feed: ChangeFeed = field(default_factory=ChangeFeed)
     bindings_feed: ChangeFeed = field(default_factory=ChangeFeed)
     retries: RetryBook = field(default_factory=RetryBook)
+    # Where the feeds stand, in the database: a restart resumes there rather than re-aggregating everything.
+    checkpoint: FeedCheckpoint = field(default_factory=lambda: FeedCheckpoint("binding-status"))
+    _revisit: set[int] = field(default_factory=set)
 
     def pending(self) -> Probe:
         """The runner's idle probe: a retry due, a full resync due, or a row either feed would read."""
@@ -197,15 +203,21 @@ class BindingStatusController:
             return Outcome(written)
         self.works_feed.commit(now)
         self.bindings_feed.commit(now)
+        self._revisit.clear()
+        self.checkpoint.save(self.uow, self._feeds(), self.retries.backing_off(), now)
         # Its writes are status-only and wake nobody: no controller acts on aggregated status.
         return Outcome(written)
 
+    def _feeds(self) -> dict[str, ChangeFeed]:
+        return {"works": self.works_feed, "bindings": self.bindings_feed}
+
     def _changed(self, now: datetime) -> list[int]:
+        self._revisit |= self.checkpoint.resume(self.uow, self._feeds())
         with self.uow() as session:
             works = WorkRepository(session).binding_ids_changed_since(self.works_feed.since(now))
             bindings = BindingRepository(session).changed_since(self.bindings_feed.since(now))
         from_works, from_bindings = self.works_feed.take(works), self.bindings_feed.take(bindings)
-        return sorted(self.retries.select([*from_works, *from_bindings], now))
+        return sorted(self.retries.select([*from_works, *from_bindings], now) | self._revisit)
 
     def _aggregate_batch(self, ids: Sequence[int]) -> int:
         now = self.clock.now()

@@ -31,11 +31,15 @@ Invariants:
   repeated its full pass' work for the last burst of writes until the window settled). What is remembered
   is bounded by the window: a row stamped at or before ``watermark - overlap`` is never read again before
   the next full pass, which forgets everything and hands out every row.
+- ``checkpoint`` / ``resume`` carry the watermark, when it moved and the last full pass across processes
+  (``feed_checkpoint``): a resumed feed reads from the watermark (its window again until it settles) and
+  runs its next full pass on the old schedule. What was handed out is not carried: the window re-hands it,
+  which idempotent consumers absorb.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TypeVar
@@ -139,9 +143,42 @@ class ChangeFeed:
         for key in stale:
             del self._delivered[key]
 
+    def checkpoint(self) -> dict[str, str | None] | None:
+        """What ``resume`` needs, once a full pass committed (before that a successor could skip nothing).
+        A feed that has seen no row yet has no watermark: resumed, it reads every row (there are none)."""
+        if self._last_full is None:
+            return None
+        return {
+            "watermark": _iso(self._watermark),
+            "moved_at": _iso(self._moved_at),
+            "last_full": _iso(self._last_full),
+        }
+
+    def resume(self, state: Mapping[str, str | None]) -> None:
+        """Continue from another process's ``checkpoint`` (KeyError, TypeError or ValueError on a malformed
+        one, and the feed unchanged)."""
+        watermark, moved_at, last_full = (_parse(state[k]) for k in ("watermark", "moved_at", "last_full"))
+        if last_full is None:
+            raise ValueError("a checkpoint without its last full pass")
+        self._watermark, self._moved_at, self._last_full = watermark, moved_at, last_full
+        self._delivered.clear()
+
     def reset(self) -> None:
         """Forget everything: the next pass reads every row (e.g. after losing and regaining leadership)."""
         self._watermark = None
         self._moved_at = None
         self._last_full = None
         self._delivered.clear()
+
+
+def _iso(at: datetime | None) -> str | None:
+    return None if at is None else at.isoformat()
+
+
+def _parse(text: str | None) -> datetime | None:
+    if text is None:
+        return None
+    at = datetime.fromisoformat(text)
+    if at.tzinfo is None:
+        raise ValueError(f"a checkpoint time without its zone: {text!r}")
+    return at

@@ -8,7 +8,9 @@ one), the bindings written since the last pass
 (new `spec.clusters`, eviction tasks, suspension...) and the bindings whose template was written (an image
 change does not rewrite the binding). Those bindings are rendered (`rendering`, pure) and compared with
 their Works; only differences are written, so a pass over unchanged rows writes nothing. A binding blocked
-by a Directly-purged cluster is retried every pass until its old Work is gone.
+by a Directly-purged cluster is retried every pass until its old Work is gone. Where the feeds stand is
+kept in the database (``feed_checkpoint``): a restart, or a new leader, resumes there instead of rendering
+every binding again, and the full resync keeps its schedule.
 
 Deletion propagates by tombstone, never by removing a row: a Work to delete (cluster dropped from the
 placement, or orphaned because its binding was deleted) gets `metadata.deletionTimestamp` and is queued
@@ -44,6 +46,7 @@ from sqlalchemy.orm import Session
 from federation.controllers import isolation, rendering
 from federation.controllers.change_feed import ChangeFeed
 from federation.controllers.detector import TEMPLATE_KIND
+from federation.controllers.feed_checkpoint import FeedCheckpoint
 from federation.controllers.idle_gate import Probe
 from federation.controllers.isolation import RetryBook
 from federation.controllers.runtime import Clock, Outcome
@@ -102,6 +105,9 @@ class ExecutionController:
     # by a recreated binding (SQLite). Emptied by every full resync, so the level-triggered safety net
     # still renders everything.
     _handled: dict[int, tuple[str, str, str]] = field(default_factory=dict)
+    # Where the feeds stand, in the database: a restart resumes there rather than rendering everything.
+    checkpoint: FeedCheckpoint = field(default_factory=lambda: FeedCheckpoint("execution"))
+    _revisit: set[int] = field(default_factory=set)
 
     def pending(self) -> Probe:
         """The runner's idle probe: a binding blocked or due a retry, a full resync due, a binding or bound
@@ -130,12 +136,18 @@ class ExecutionController:
             return Outcome.of(written, WORK_KIND)
         self.bindings_feed.commit(now)
         self.templates_feed.commit(now)
+        self._revisit.clear()
+        self.checkpoint.save(self.uow, self._feeds(), self._blocked | self.retries.backing_off(), now)
         return Outcome.of(written, WORK_KIND)
+
+    def _feeds(self) -> dict[str, ChangeFeed]:
+        return {"bindings": self.bindings_feed, "templates": self.templates_feed}
 
     # -- which bindings --------------------------------------------------------------------------------
 
     def _changed(self) -> list[int]:
         now = self.clock.now()
+        self._revisit |= self.checkpoint.resume(self.uow, self._feeds())
         since = self.bindings_feed.since(now)
         if since is None:
             self._handled.clear()  # a full resync renders everything again
@@ -145,7 +157,7 @@ class ExecutionController:
             by_template = self.templates_feed.take(
                 bindings.changed_templates_since(self.templates_feed.since(now))
             )
-        return sorted(self.retries.select([*changed, *by_template], now) | self._blocked)
+        return sorted(self.retries.select([*changed, *by_template], now) | self._blocked | self._revisit)
 
     # -- rendering -------------------------------------------------------------------------------------
 

@@ -118,6 +118,10 @@ class RetryBook:
         for key in keys:
             self._entries.pop(key, None)
 
+    def backing_off(self) -> set[int]:
+        """Every id backing off."""
+        return set(self._entries)
+
     def due(self, now: datetime) -> set[int]:
         """The failed ids whose back-off is over."""
         return {key for key, (_, at, _) in self._entries.items() if at <= now}

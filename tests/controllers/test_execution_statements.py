@@ -22,6 +22,10 @@ CLUSTERS = ("member1", "member2", "member3")
 
 # Per pass: the two change feeds (bindings written, templates written) and the orphan scan.
 PER_PASS = 3
+# The feeds' checkpoint (``feed_checkpoint``): a process's first pass reads it and, its full pass done,
+# saves one; a later pass saves one when its feeds moved (a binding written since).
+CHECKPOINT_FIRST = 2
+CHECKPOINT_SAVE = 1
 # Per batch read: the bindings (no status), their templates, their Works as summaries, and the Works at
 # desired keys that no binding of the batch owns yet (Works it may adopt).
 PER_BATCH_READ = 4
@@ -74,7 +78,9 @@ def test_first_render_of_a_batch_is_a_fixed_number_of_statements(harness: Harnes
     assert outcome.processed == 3 * count
     assert _reads_of(log.statements, "resource_bindings") == 1 + 2  # the batch, and the two feeds
     assert _reads_of(log.statements, "resource_templates") == 1
-    assert log.count == PER_PASS + PER_BATCH_READ + CREATE_LOG + WORK_INSERTS, "\n".join(log.statements)
+    assert log.count == CHECKPOINT_FIRST + PER_PASS + PER_BATCH_READ + CREATE_LOG + WORK_INSERTS, "\n".join(
+        log.statements
+    )
 
 
 @pytest.mark.parametrize("count", [1, 8])
@@ -89,7 +95,7 @@ def test_rewriting_every_work_of_a_batch_is_a_fixed_number_of_statements(
         outcome = harness.execution.reconcile()
     assert outcome.processed == 2 * count
     assert len(_whole_work_reads(log.statements)) == 1  # only the rewritten Works, by one query
-    assert log.count == PER_PASS + PER_BATCH_READ - 1 + REWRITE, "\n".join(log.statements)
+    assert log.count == PER_PASS + PER_BATCH_READ - 1 + REWRITE + CHECKPOINT_SAVE, "\n".join(log.statements)
 
 
 def test_a_binding_write_that_changes_no_work_writes_nothing(harness: Harness) -> None:
@@ -99,8 +105,11 @@ def test_a_binding_write_that_changes_no_work_writes_nothing(harness: Harness) -
     harness.edit_binding(binding, schedulerName="default-scheduler")  # rendering does not read it
     with count_writes(harness.engine) as writes, count_statements(harness.engine) as log:
         outcome = harness.execution.reconcile()
-    assert writes == [] and outcome.processed == 0
-    assert log.count == PER_PASS + PER_BATCH_READ - 1  # every desired key is owned: no adoption query
+    # No Work written: the one write is where the feeds now stand.
+    assert [w.split()[2] for w in writes] == ["controller_checkpoints"] and outcome.processed == 0
+    assert (
+        log.count == PER_PASS + PER_BATCH_READ - 1 + CHECKPOINT_SAVE
+    )  # every desired key owned: no adoption query
     after = harness.versions()
     assert {k: v for k, v in after.items() if k[0] == "Work"} == {
         k: v for k, v in before.items() if k[0] == "Work"
@@ -123,7 +132,9 @@ def test_moving_a_batch_off_clusters_is_a_fixed_number_of_statements(harness: Ha
     assert outcome.processed == 3 * count  # member1's Work rewritten, member2's and member3's tombstoned
     # The rewritten Works (ORM rows), and the tombstoned ones' columns for their events (Core rows).
     assert len(_whole_work_reads(log.statements)) == 2
-    assert log.count == PER_PASS + PER_BATCH_READ - 1 + REWRITE + TOMBSTONE, "\n".join(log.statements)
+    assert log.count == PER_PASS + PER_BATCH_READ - 1 + REWRITE + TOMBSTONE + CHECKPOINT_SAVE, "\n".join(
+        log.statements
+    )
     with harness.uow() as session:
         works, _ = WorkRepository(session).objects.list()
     deleting = sorted((w["metadata"]["namespace"], "deletionTimestamp" in w["metadata"]) for w in works)
@@ -182,6 +193,6 @@ def test_a_batch_that_rewrites_and_creates_is_a_fixed_number_of_statements(
     with count_statements(harness.engine) as log:
         outcome = harness.execution.reconcile()
     assert outcome.processed == 3 * count
-    assert log.count == PER_PASS + PER_BATCH_READ + REWRITE + CREATE_LOG + WORK_INSERTS, "\n".join(
-        log.statements
+    assert log.count == PER_PASS + PER_BATCH_READ + REWRITE + CREATE_LOG + WORK_INSERTS + CHECKPOINT_SAVE, (
+        "\n".join(log.statements)
     )

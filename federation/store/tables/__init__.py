@@ -25,6 +25,7 @@ from federation.store.tables.objects import (
 )
 from federation.store.tables.records import (
     ApiTokenRow,
+    ControllerCheckpointRow,
     EventRow,
     KeyFingerprintRow,
     LeaseRow,
@@ -44,6 +45,7 @@ __all__ = [
     "ClusterPropagationPolicyRow",
     "ClusterRow",
     "ClusterTaintPolicyRow",
+    "ControllerCheckpointRow",
     "EventRow",
     "FailoverHistoryRow",
     "GracefulEvictionTaskRow",

@@ -11,6 +11,8 @@ Invariants:
 - ``key_fingerprints`` holds one row per key purpose, written once at first start: a fingerprint (not the
   key) of the encryption key the database's secrets are written with, so a replica holding another key
   refuses to start.
+- ``controller_checkpoints`` holds one row per change-feed controller: where its last committed pass left
+  its feeds (``controllers.feed_checkpoint``), so a restart resumes there instead of re-reading every row.
 """
 
 from __future__ import annotations
@@ -108,3 +110,13 @@ class KeyFingerprintRow(Base):
     purpose: Mapped[str] = mapped_column(String(64), unique=True)
     fingerprint: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class ControllerCheckpointRow(Base):
+    __tablename__ = "controller_checkpoints"
+
+    name: Mapped[str] = mapped_column(String(NAME_LENGTH), primary_key=True)
+    # The federation version that wrote it: another version's checkpoint is not resumed from.
+    code_version: Mapped[str] = mapped_column(String(64))
+    state: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
