@@ -1,7 +1,8 @@
-"""Karmada's own unit-test cases (shared/reference/karmada-cases.json) as table rows.
+"""Karmada's own unit-test cases (``tests/data/karmada-cases.json``, a copy of the reference's) as table rows:
+the scheduling engine's areas here.
 
 Each area has a small converter from the case's neutral input to our API; expected values are never
-adapted. The JSON sits beside the checkout (``<repo>/../shared/reference``); absent → skip.
+adapted. The file is part of the checkout: a clone runs every case.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from federation.scheduling.types import ClusterSnapshot, EngineConfig
 from federation.scheduling.webster import allocate_webster_seats, larger_name_wins
 from tests.scheduling.sched_factories import make_binding, make_cluster
 
-CASES_PATH = Path(__file__).parents[2].parent / "shared/reference/karmada-cases.json"
+CASES_PATH = Path(__file__).parents[1] / "data" / "karmada-cases.json"
 MY_AREAS = {
     "webster", "dispenser", "dispenser-tiebreak", "static-weight", "assign-replicas-overflow",
     "spread-cluster", "spread-region", "select-groups", "cluster-affinity", "cluster-affinity-filter",
@@ -54,13 +55,10 @@ MY_AREAS = {
 
 
 def _load() -> list[dict[str, Any]]:
-    if not CASES_PATH.exists():
-        return []
     return [c for c in json.loads(CASES_PATH.read_text()) if c["area"] in MY_AREAS]
 
 
 CASES = _load()
-pytestmark = pytest.mark.skipif(not CASES, reason=f"Karmada cases not found at {CASES_PATH}")
 
 
 # ---------------------------------------------------------------------------------------------- converters
