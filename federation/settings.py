@@ -153,6 +153,9 @@ class FailoverSettings(Section):
     unhealthy_cluster_threshold: float = Field(0.55, ge=0, le=1)
     # Evictions per second while over the threshold (0: paused). Karmada: --secondary-eviction-rate.
     secondary_eviction_rate_per_second: float = Field(0.0, ge=0)
+    # The taint manager's purge mode for a binding without a ``spec.failover.cluster`` block (with one, its
+    # ``purgeMode``, empty = Gracefully, wins). Karmada: --no-execute-taint-eviction-purge-mode.
+    no_execute_taint_eviction_purge_mode: Literal["Gracefully", "Directly"] = "Gracefully"
     # Application failover: a workload that ran Healthy this long before failing resets its budget.
     reset_after_seconds: float = Field(1800.0, ge=0)
     # How often the taint manager, graceful eviction and application failover look at due work.

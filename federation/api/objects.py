@@ -33,6 +33,7 @@ from federation.api import crds
 from federation.api.paths import ObjectPath
 from federation.api.status import StatusError, bad_request, conflict, invalid, not_found, success
 from federation.model import kinds, labels, patching
+from federation.model.cluster import stamp_no_execute_taints
 from federation.model.kinds import KindInfo
 from federation.model.rebalancer import canonical_form
 from federation.model.validation import validate_object
@@ -203,6 +204,7 @@ def _check_identity(req: Request, body: Body, for_name: str | None) -> None:
 def create_object(session: Any, req: Request) -> Body:
     body = checked_body(req, for_name=None)
     body.pop("status", None)
+    _canonicalized(session, req, body)
     meta = body["metadata"]
     meta.pop("resourceVersion", None)
     _record_manager(session, req, None, body)
@@ -226,6 +228,7 @@ def replace_object(session: Any, req: Request, current: Read | None = None) -> t
     name = req.path.name or ""
     body = checked_body(req, for_name=name)
     body.pop("status", None)
+    _canonicalized(session, req, body)
     repo = repository(session, req.info)
     row = (current or read(session, req)).row
     _record_manager(session, req, None if row is None else join(row), body)
@@ -237,6 +240,13 @@ def replace_object(session: Any, req: Request, current: Read | None = None) -> t
         return repo.replace(body, current=row), False
     except Conflict as exc:
         raise _conflict(req, name) from exc
+
+
+def _canonicalized(session: Any, req: Request, body: Body) -> None:
+    """What the API server fills in on a write of some kinds (Karmada's registry strategies): a Cluster's
+    NoExecute taints get their ``timeAdded``."""
+    if req.info.kind == "Cluster" and req.info.group == "cluster.karmada.io":
+        stamp_no_execute_taints(body, format_timestamp(repository(session, req.info).clock()))
 
 
 def _record_manager(session: Any, req: Request, old: Body | None, body: Body) -> None:

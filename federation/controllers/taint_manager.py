@@ -173,7 +173,8 @@ class TaintManager:
                     key = (candidate.binding_id, candidate.cluster)
                     self._judged[key] = (candidate.resource_version, _fingerprint(cluster), at)
                     continue
-                planned.append(Planned(candidate.binding_id, cluster.name, verdict))
+                purge = cluster_purge_mode(binding, self.settings.no_execute_taint_eviction_purge_mode)
+                planned.append(Planned(candidate.binding_id, cluster.name, verdict, purge))
             if not planned:
                 return 0
             evicted = isolation.batch_or_each(
@@ -193,7 +194,7 @@ class TaintManager:
         evicted: list[HistoryEntry] = []
         for step in planned:
             binding = bindings[step.binding_id]
-            work = functools.partial(_evict, session, binding, step.cluster, step.verdict, now)
+            work = functools.partial(_evict, session, binding, step, now)
             outcome = isolation.isolated(session, work)
             if isinstance(outcome, isolation.Failed):
                 isolation.record_failure(
@@ -256,6 +257,7 @@ class Planned:
     binding_id: int
     cluster: str
     verdict: failover.TaintVerdict
+    purge_mode: failover.PurgeMode
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,10 +271,9 @@ class Evicted:
     message: str
 
 
-def _eviction(
-    binding: Mapping[str, Any], cluster: str, verdict: failover.TaintVerdict, now: datetime
-) -> Evicted | None:
-    """The binding evicted from ``cluster`` (pure), or None if it is no longer there."""
+def _eviction(binding: Mapping[str, Any], step: Planned, now: datetime) -> Evicted | None:
+    """The binding evicted from ``step.cluster`` (pure), or None if it is no longer there."""
+    cluster, verdict = step.cluster, step.verdict
     if cluster not in {c.get("name") for c in binding["spec"].get("clusters") or []}:
         return None
     taint = str(verdict.taint) if verdict.taint is not None else "NoExecute"
@@ -282,7 +283,7 @@ def _eviction(
         reason=failover.REASON_TAINT_UNTOLERATED,
         producer=failover.PRODUCER_TAINT_MANAGER,
         message=message,
-        purge_mode=_cluster_purge_mode(binding),
+        purge_mode=step.purge_mode,
         preserved_label_state=failover.preserved_label_state(binding, cluster, "cluster"),
     )
     # ``replace`` keeps the stored status: leaving it out spares copying it (the scheduling explanation
@@ -328,9 +329,7 @@ def _evict_batch(
     bodies: dict[int, dict[str, Any]] = {}
     done: list[tuple[int, Evicted]] = []
     for step in planned:
-        evicted = _eviction(
-            bodies.get(step.binding_id) or bindings[step.binding_id], step.cluster, step.verdict, now
-        )
+        evicted = _eviction(bodies.get(step.binding_id) or bindings[step.binding_id], step, now)
         if evicted is not None:
             bodies[step.binding_id] = evicted.body  # a second tainted cluster of it starts from here
             done.append((step.binding_id, evicted))
@@ -346,15 +345,15 @@ def _evict_batch(
 
 
 def _evict(
-    session: Session, binding: dict[str, Any], cluster: str, verdict: failover.TaintVerdict, now: datetime
+    session: Session, binding: dict[str, Any], step: Planned, now: datetime
 ) -> tuple[dict[str, Any], HistoryEntry] | None:
-    """Evict one binding from ``cluster``: (the binding as written, its history row), or None if it is no
-    longer there.
+    """Evict one binding from ``step.cluster``: (the binding as written, its history row), or None if it
+    is no longer there.
 
     ``binding`` was read in this transaction (the batch load, or the previous eviction's result), so no
     re-read: the write carries its resourceVersion, and a concurrent writer makes it a Conflict.
     """
-    evicted = _eviction(binding, cluster, verdict, now)
+    evicted = _eviction(binding, step, now)
     if evicted is None:
         return None
     namespace = binding["metadata"].get("namespace") or ""
@@ -379,8 +378,12 @@ def _load(session: Session, ids: Sequence[int]) -> tuple[list[ResourceBindingRow
     return rows, {row.id: join(row) for row in rows}
 
 
-def _cluster_purge_mode(binding: Mapping[str, Any]) -> failover.PurgeMode:
-    behavior = ((binding.get("spec") or {}).get("failover") or {}).get("cluster") or {}
+def cluster_purge_mode(binding: Mapping[str, Any], default: failover.PurgeMode) -> failover.PurgeMode:
+    """Karmada ``getPurgeMode``: a ``spec.failover.cluster`` block decides (its empty ``purgeMode`` means
+    Gracefully); without one, the configured default (``--no-execute-taint-eviction-purge-mode``)."""
+    behavior = ((binding.get("spec") or {}).get("failover") or {}).get("cluster")
+    if behavior is None:
+        return default
     return failover.purge_mode(behavior.get("purgeMode"))
 
 

@@ -14,7 +14,7 @@ Invariants:
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Literal
+from typing import Any, Literal
 
 from federation.model.base import Field, Int32, Int64, KubeModel, QuantityValue, StrictBool, StrictStr, Uint64
 from federation.model.meta import Condition, ObjectMeta, find_condition
@@ -159,3 +159,12 @@ class Cluster(KubeModel):
         """The ``CompleteAPIEnablements`` condition is True (a missing API is then known to be disabled)."""
         condition = find_condition(self.status.conditions if self.status else None, "CompleteAPIEnablements")
         return condition is not None and condition.status == "True"
+
+
+def stamp_no_execute_taints(cluster: dict[str, Any], now: str) -> None:
+    """Karmada's ``MutateClusterTaints`` (the Cluster strategy's Canonicalize): a NoExecute taint written
+    without ``timeAdded`` gets ``now``, so its tolerations count from when it was written (the taint manager
+    never triggers on a taint without one). ``cluster`` is a manifest being written; changed in place."""
+    for taint in (cluster.get("spec") or {}).get("taints") or []:
+        if isinstance(taint, dict) and taint.get("effect") == "NoExecute" and not taint.get("timeAdded"):
+            taint["timeAdded"] = now

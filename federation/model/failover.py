@@ -85,7 +85,8 @@ TOLERATED_FOREVER = TaintVerdict(False)
 
 def taint_verdict(taints: Sequence[Taint], tolerations: Sequence[Toleration], now: datetime) -> TaintVerdict:
     """Karmada ``needEvictionWithCurrentTime``: an untolerated NoExecute taint evicts at once; otherwise
-    the earliest ``timeAdded + tolerationSeconds`` over the tolerations in use (0 or less: at once)."""
+    the earliest ``timeAdded + tolerationSeconds`` over the tolerations in use (0 or less: at once); a taint
+    without ``timeAdded`` sets no deadline."""
     no_execute = [t for t in taints if t.effect == "NoExecute"]
     if not no_execute:
         return TOLERATED_FOREVER
@@ -94,10 +95,12 @@ def taint_verdict(taints: Sequence[Taint], tolerations: Sequence[Toleration], no
         return TaintVerdict(True, now, untolerated[0])
     earliest: tuple[datetime, Taint] | None = None
     for taint in no_execute:
+        if taint.time_added is None:
+            continue  # Karmada ``GetMinTolerationTimeWithCurrentTime``: never triggers (tolerated for good)
         for toleration in tolerations:
             if toleration.toleration_seconds is None or not toleration.tolerates(taint):
                 continue
-            trigger = (taint.time_added or now) + timedelta(seconds=max(toleration.toleration_seconds, 0))
+            trigger = taint.time_added + timedelta(seconds=max(toleration.toleration_seconds, 0))
             if earliest is None or trigger < earliest[0]:
                 earliest = (trigger, taint)
     if earliest is None:

@@ -234,3 +234,33 @@ def test_discovery(federation_server):
         assert 'federation_api_requests_total{code="404",method="GET"}' in metrics
         assert 'federation_api_request_duration_seconds_count{method="GET"}' in metrics
         assert http.get("/version").json()["gitVersion"].startswith("v")
+
+
+def test_a_cluster_no_execute_taint_gets_its_time_added(federation_server):
+    """Karmada's Cluster strategy stamps ``timeAdded`` on a NoExecute taint written without one (the taint
+    manager counts tolerations from it, and never triggers on a taint that has none); another effect, and a
+    taint that has one, are left as written."""
+    cluster = copy.deepcopy(m.CLUSTER)
+    cluster["metadata"]["name"] = "tainted"
+    given = "2026-01-02T03:04:05Z"
+    cluster["spec"]["taints"] = [
+        {"key": "maintenance", "effect": "NoExecute"},
+        {"key": "kept", "effect": "NoExecute", "timeAdded": given},
+        {"key": "soft", "effect": "NoSchedule"},
+    ]
+    base = PATHS["Cluster"]
+    with federation_server.client() as http:
+        created = http.post(base, json=cluster)
+        assert created.status_code == 201, created.text
+        taints = {t["key"]: t for t in created.json()["spec"]["taints"]}
+        assert taints["maintenance"]["timeAdded"].endswith("Z")
+        assert taints["kept"]["timeAdded"] == given
+        assert "timeAdded" not in taints["soft"]
+
+        current = created.json()
+        current["spec"]["taints"].append({"key": "later", "effect": "NoExecute"})
+        replaced = http.put(f"{base}/tainted", json=current)
+        assert replaced.status_code == 200, replaced.text
+        taints = {t["key"]: t for t in replaced.json()["spec"]["taints"]}
+        assert taints["later"]["timeAdded"].endswith("Z")
+        assert taints["maintenance"]["timeAdded"] == current["spec"]["taints"][0]["timeAdded"]

@@ -51,7 +51,11 @@ VERDICTS = {
         (False, 50),
     ),
     "one of two untolerated": ([taint(), taint("other")], [toleration(seconds=300)], (True, 0)),
-    "no timeAdded counts from now": ([taint(ago=None)], [toleration(seconds=60)], (False, 60)),
+    "no timeAdded never triggers": (
+        [taint(ago=None)],
+        [toleration(seconds=60)],
+        (False, None),
+    ),  # Karmada KV-085
 }
 
 
