@@ -98,6 +98,11 @@ class CycleState:
     # Per-cluster filter verdicts, estimates and scores shared by the cycle's bindings (keyed by snapshot
     # identity, so a cluster that took replicas through ``engine.assume`` is judged afresh).
     memo: CycleMemo = field(default_factory=CycleMemo)
+    # The clusters that exist and are not being deleted: nothing ``engine.assume`` changes changes it.
+    live: planner.LiveClusters = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.live = planner.live_clusters(self.clusters)
 
 
 @dataclass(frozen=True)
@@ -274,7 +279,7 @@ class Scheduler:
         if planner.scheduling_suspended(binding):
             return None
         policy = planner.workload_policy_key(self._workload_policy(binding, state))
-        trigger = planner.scheduling_trigger(binding, planner.gone_clusters(binding, state.clusters), policy)
+        trigger = planner.scheduling_trigger(binding, planner.gone_clusters(binding, state.live), policy)
         if trigger is None:
             return Pending(item, stored, binding, planner.sync_observed_generation, None)
         result = self._decide(binding, state)

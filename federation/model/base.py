@@ -31,6 +31,7 @@ __all__ = [
     "INT64_MIN",
     "UINT64_MAX",
     "Field",
+    "frozen_json",
     "Int32",
     "Int64",
     "KubeModel",
@@ -80,3 +81,22 @@ class KubeModel(BaseModel):
     def dump(self) -> dict[str, Any]:
         """The JSON form: camelCase names, unset fields omitted, unknown fields kept."""
         return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
+# Models' JSON remembered per object: the scheduler keys every binding's filter verdicts by its placement's
+# JSON, and a pass's bindings share a few placement objects (``planner.placement_of``). An entry holds its
+# model, so the id() it is filed under names no other object while it lives; emptied when full.
+_JSON_OF: dict[int, tuple[BaseModel, str]] = {}
+JSON_CACHE_LIMIT = 1024
+
+
+def frozen_json(model: BaseModel) -> str:
+    """``model.model_dump_json()``, computed once per model object (models are frozen, never changed)."""
+    entry = _JSON_OF.get(id(model))
+    if entry is not None and entry[0] is model:
+        return entry[1]
+    text = model.model_dump_json()
+    if len(_JSON_OF) >= JSON_CACHE_LIMIT:
+        _JSON_OF.clear()
+    _JSON_OF[id(model)] = (model, text)
+    return text

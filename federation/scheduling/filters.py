@@ -24,6 +24,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from federation.model.base import frozen_json
 from federation.model.placement import ClusterAffinity, ClusterAffinityTerm, Strategy, Taint, Toleration
 from federation.scheduling.estimator import usable_free
 from federation.scheduling.types import (
@@ -271,8 +272,8 @@ def memo_key(ctx: FilterContext, config_id: int) -> Hashable | None:
     """
     binding = ctx.binding
     try:
-        placement = binding.placement.model_dump_json()
-        term = ctx.term.model_dump_json() if ctx.term is not None else None
+        placement = frozen_json(binding.placement)
+        term = frozen_json(ctx.term) if ctx.term is not None else None
     except ValueError:  # pydantic's serialization error: an extra field JSON cannot hold
         return None
     request = tuple(sorted(binding.resource_request.items()))

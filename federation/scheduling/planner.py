@@ -77,7 +77,11 @@ PLACEMENT_CACHE_LIMIT = 512
 
 
 def placement_of(binding: Manifest) -> Placement:
-    raw = _spec(binding).get("placement") or {}
+    return _parsed(_spec(binding).get("placement") or {})
+
+
+def _parsed(raw: Any) -> Placement:
+    """The placement of ``raw``: one object for equal JSON (by its canonical form)."""
     try:
         key = jsoncodec.canonical(raw)
     except TypeError:  # not JSON (a caller's own objects): parsed as given, not kept
@@ -90,7 +94,9 @@ def placement_of(binding: Manifest) -> Placement:
 
 
 def applied_placement(binding: Manifest) -> Placement | None:
-    """The placement of the last written schedule (annotation), None when never scheduled or unreadable."""
+    """The placement of the last written schedule (annotation), None when never scheduled or unreadable.
+    The same object as ``placement_of`` gives for equal JSON, so an unchanged placement is seen unchanged
+    by identity (``triggers.placement_changed``) without serializing either."""
     raw = ((binding.get("metadata") or {}).get("annotations") or {}).get(APPLIED_PLACEMENT_ANNOTATION)
     if not raw:
         return None
@@ -98,7 +104,7 @@ def applied_placement(binding: Manifest) -> Placement | None:
     if text in _PLACEMENTS:
         return _PLACEMENTS[text]
     try:
-        return _keep(text, Placement.model_validate(json.loads(text)))
+        return _keep(text, _parsed(json.loads(text)))
     except ValueError:
         return _keep(text, None)
 
@@ -268,10 +274,23 @@ def frees_quota(binding: Manifest, result: ScheduleResult) -> bool:
     return any(placed.get(name, 0) < count for name, count in previous_clusters(binding).items())
 
 
-def gone_clusters(binding: Manifest, clusters: Sequence[ClusterSnapshot]) -> set[str]:
-    """Target clusters that no longer exist or are being deleted."""
-    live = {c.name for c in clusters if not c.deleting}
-    return {name for name in previous_clusters(binding) if name not in live}
+def gone_clusters(binding: Manifest, clusters: Sequence[ClusterSnapshot] | LiveClusters) -> set[str]:
+    """Target clusters that no longer exist or are being deleted (``clusters``: the snapshots, or their
+    ``live_clusters`` when one set serves many bindings)."""
+    live = clusters if isinstance(clusters, LiveClusters) else live_clusters(clusters)
+    return {name for name in _target_names(binding) if name not in live}
+
+
+class LiveClusters(frozenset[str]):
+    """The names of the clusters that exist and are not being deleted (``live_clusters``)."""
+
+
+def live_clusters(clusters: Sequence[ClusterSnapshot]) -> LiveClusters:
+    return LiveClusters(c.name for c in clusters if not c.deleting)
+
+
+def _target_names(binding: Manifest) -> list[str]:
+    return [str(c["name"]) for c in _spec(binding).get("clusters") or ()]
 
 
 def affected_by(placement: Mapping[str, Any], cluster: ClusterSnapshot) -> bool:

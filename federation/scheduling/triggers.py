@@ -46,6 +46,8 @@ def placement_changed(current: Placement, applied: Placement | None, observed_af
     """The placement differs from the ``policy.karmada.io/applied-placement`` one (None: never applied)."""
     if applied is None:
         return True
+    if current is applied:  # equal JSON parses to one object (``planner.placement_of``)
+        return False
     return _observed_view(current, observed_affinity) != _observed_view(applied, observed_affinity)
 
 

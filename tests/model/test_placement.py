@@ -159,3 +159,28 @@ def test_affinity_terms_and_round_trip():
     p = Placement.model_validate(raw)
     assert [t.cluster_names for t in p.affinity_terms()] == [("m1",)]
     assert p.dump() == raw  # unknown fields survive, nothing is defaulted in
+
+
+def test_frozen_json_is_the_models_json_made_once_per_object(monkeypatch: pytest.MonkeyPatch) -> None:
+    from federation.model import base
+
+    first = placement(replicaSchedulingType="Divided")
+    equal = placement(replicaSchedulingType="Divided")
+    assert base.frozen_json(first) == first.model_dump_json() == base.frozen_json(equal)
+    calls = []
+    original = Placement.model_dump_json
+    monkeypatch.setattr(Placement, "model_dump_json", lambda self, **kw: calls.append(self) or original(self))
+    assert base.frozen_json(first) == original(first)
+    assert calls == []  # remembered for this object
+    other = placement(replicaSchedulingType="Duplicated")
+    assert base.frozen_json(other) == original(other)
+    assert calls == [other]
+
+
+def test_frozen_json_is_bounded() -> None:
+    from federation.model import base
+
+    kept = [placement(replicaSchedulingType="Divided") for _ in range(base.JSON_CACHE_LIMIT + 5)]
+    for model in kept:
+        base.frozen_json(model)
+    assert len(base._JSON_OF) <= base.JSON_CACHE_LIMIT

@@ -6,8 +6,10 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
+
 from federation.model.binding import APPLIED_PLACEMENT_ANNOTATION
-from federation.scheduling import planner
+from federation.scheduling import planner, triggers
 from federation.scheduling.types import ClusterSnapshot, Headroom, ScheduleResult, TargetCluster
 from federation.settings import SchedulerSettings
 
@@ -239,10 +241,40 @@ def test_placements_are_parsed_once_and_shared() -> None:
     assert planner.placement_of(other) != planner.placement_of(first)
     annotated = make_binding()
     annotated["metadata"]["annotations"] = {APPLIED_PLACEMENT_ANNOTATION: json.dumps(DYNAMIC)}
-    assert planner.applied_placement(annotated) == planner.placement_of(first)
+    assert planner.applied_placement(annotated) is planner.placement_of(first)  # one object, any spelling
+    reordered = dict(reversed(list(DYNAMIC.items())))
+    annotated["metadata"]["annotations"] = {APPLIED_PLACEMENT_ANNOTATION: json.dumps(reordered, indent=1)}
+    assert planner.applied_placement(annotated) is planner.placement_of(first)
     annotated["metadata"]["annotations"] = {APPLIED_PLACEMENT_ANNOTATION: "{not json"}
     assert planner.applied_placement(annotated) is None
     assert planner.applied_placement(annotated) is None  # kept as unreadable, still None
+
+
+def test_an_unchanged_placement_is_seen_without_serializing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The applied placement and the current one are one object when equal: no dump, no trigger."""
+    applied = make_binding(replicas=2, clusters=[{"name": "m1", "replicas": 2}])
+    applied["metadata"]["annotations"] = {APPLIED_PLACEMENT_ANNOTATION: json.dumps(DYNAMIC)}
+    planner.scheduling_trigger(applied)  # parsed and kept
+
+    def refuse(*_: Any) -> None:
+        raise AssertionError("an unchanged placement was serialized")
+
+    monkeypatch.setattr(triggers, "_observed_view", refuse)
+    assert planner.scheduling_trigger(applied) is None
+    monkeypatch.undo()
+    changed = {**DYNAMIC, "clusterAffinity": {"clusterNames": ["m1"]}}
+    applied["spec"]["placement"] = changed
+    assert planner.scheduling_trigger(applied) == "PlacementChanged"
+
+
+def test_gone_clusters_from_snapshots_or_one_live_set() -> None:
+    binding = make_binding(clusters=[{"name": "m1", "replicas": 1}, {"name": "m2", "replicas": 1}])
+    snapshots = [ClusterSnapshot(name="m1"), ClusterSnapshot(name="m3", deleting=True)]
+    assert planner.gone_clusters(binding, snapshots) == {"m2"}
+    live = planner.live_clusters([*snapshots, ClusterSnapshot(name="m2", deleting=True)])
+    assert live == {"m1"}
+    assert planner.gone_clusters(binding, live) == {"m2"}
+    assert planner.gone_clusters(make_binding(), live) == set()
 
 
 def test_the_placement_cache_is_bounded() -> None:
