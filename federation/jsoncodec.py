@@ -45,6 +45,19 @@ def canonical(value: Any) -> bytes:
     return encoded
 
 
+def compact(value: Any) -> str:
+    """Compact JSON in the value's own key order, byte for byte the standard library's ``json.dumps(value,
+    separators=(",", ":"))`` (what stored annotations were written with), by orjson where its bytes are those
+    (the rule of ``canonical``)."""
+    try:
+        encoded = orjson.dumps(value)
+    except TypeError:
+        encoded = b""
+    if not encoded or _may_differ(encoded):
+        return json.dumps(value, separators=(",", ":"))
+    return encoded.decode()
+
+
 def _may_differ(encoded: bytes) -> bool:
     """Whether orjson's compact JSON may differ from the standard library's: non-ASCII text and DEL (which
     the standard library escapes as \\uXXXX), and small floats (orjson writes 1e-05 as 0.00001 and 2.5e-07

@@ -22,6 +22,7 @@ Invariants:
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Collection, Mapping, Sequence
 from datetime import UTC, datetime
@@ -46,8 +47,9 @@ FAILURE_EVENT = "ScheduleBindingFailed"
 Manifest = Mapping[str, Any]
 
 
+@functools.lru_cache(maxsize=1024)
 def format_time(value: datetime) -> str:
-    """RFC 3339 in UTC, second precision (``metav1.Time``)."""
+    """RFC 3339 in UTC, second precision (``metav1.Time``). Cached: a batch writes one instant many times."""
     return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -372,7 +374,7 @@ def apply_result(
     spec = out["spec"] = dict(binding.get("spec") or {})
     if result.writes_clusters:
         spec["clusters"] = target_entries(result)
-        placement = json.dumps(spec.get("placement") or {}, separators=(",", ":"))
+        placement = jsoncodec.compact(spec.get("placement") or {})
         meta["annotations"] = {
             **(meta.get("annotations") or {}),
             APPLIED_PLACEMENT_ANNOTATION: placement,

@@ -14,7 +14,8 @@ Invariants:
   a ``spec`` change queues the scheduler (``claims.queue_values``); derived columns from
   ``derive.binding_columns``.
 - Target rows equal ``spec.clusters`` (``derive``), so the stored ones are known from the stored spec and
-  never read: a binding whose clusters change has its target rows deleted and inserted anew, deletes first.
+  never read: of a binding whose clusters change, the rows of the entries gone or changed are deleted and
+  the new or changed ones inserted, deletes first (the ORM path updates a changed one in place: same values).
 - A rewrite that changes ``spec.gracefulEvictionTasks`` is refused (``ValueError``, before anything is
   written): those rows are the ORM path's (``derive._sync_eviction_tasks``).
 - Each row's UPDATE checks the resourceVersion it was read at; a row changed (or gone) since raises
@@ -28,7 +29,7 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from types import SimpleNamespace
 from typing import Any
@@ -40,7 +41,7 @@ from sqlalchemy.orm.util import identity_key
 from federation.store import changelog, claims
 from federation.store.bulkrows import UpdateRow, insert_columns, update_rows
 from federation.store.derive import binding_columns
-from federation.store.dialect import among
+from federation.store.dialect import among, pairs_among
 from federation.store.errors import Conflict
 from federation.store.manifest import generation_content, split, view
 from federation.store.tables import BindingTargetClusterRow, ResourceBindingRow, table_of
@@ -91,7 +92,7 @@ class _Planned:
     values: dict[str, Any]  # the changed ones, to write
     queued: bool = False  # spec changed: the scheduler is queued
     targets: dict[str, int] | None = None  # the new target rows, when ``spec.clusters`` changed
-    had_targets: bool = False  # whether the stored binding had any
+    old_targets: dict[str, int] = field(default_factory=dict)  # the stored ones then
 
 
 def rewrite(session: Session, rewrites: Sequence[Rewrite], now: datetime) -> list[dict[str, Any]]:
@@ -144,27 +145,35 @@ def _plan(given: Rewrite, now: datetime) -> _Planned:
     if planned.queued and old_clusters != new_clusters:  # the lists first: a trigger shares its clusters
         old, new_targets = _clusters(old_clusters), _clusters(new_clusters)
         if old != new_targets:
-            planned.targets, planned.had_targets = new_targets, bool(old)
+            planned.targets, planned.old_targets = new_targets, old
     return planned
 
 
 def _write_targets(session: Session, changed: Sequence[_Planned]) -> None:
-    """The target rows of the bindings whose ``spec.clusters`` changed: deleted, then inserted anew."""
-    moved = [p for p in changed if p.targets is not None]
-    if not moved:
-        return
+    """The target rows of the bindings whose ``spec.clusters`` changed, entry by entry: a cluster gone or
+    whose replicas changed has its row deleted, then one new or changed is inserted (a reschedule moves a
+    few of a binding's clusters, so most rows stay as they are)."""
+    gone: list[tuple[int, str]] = []
+    columns: dict[str, list[Any]] = {"binding_id": [], "cluster_name": [], "replicas": []}
+    for p in changed:
+        if p.targets is None:
+            continue
+        binding_id, old, new = p.rewrite.stored.id, p.old_targets, p.targets
+        gone += [(binding_id, name) for name, replicas in old.items() if new.get(name) != replicas]
+        for name, replicas in new.items():
+            if old.get(name) != replicas:
+                columns["binding_id"].append(binding_id)
+                columns["cluster_name"].append(name)
+                columns["replicas"].append(replicas)
     targets = table_of(BindingTargetClusterRow)
     connection = session.connection()
-    ids = [p.rewrite.stored.id for p in moved if p.had_targets]
-    if ids:
-        connection.execute(targets.delete().where(among(connection, targets.c.binding_id, ids)))
-    columns: dict[str, list[Any]] = {"binding_id": [], "cluster_name": [], "replicas": []}
-    for p in moved:
-        held = p.targets or {}
-        columns["binding_id"] += [p.rewrite.stored.id] * len(held)
-        columns["cluster_name"] += held.keys()
-        columns["replicas"] += held.values()
-    insert_columns(connection, targets, columns)
+    if gone:
+        ids = sorted({binding_id for binding_id, _ in gone})
+        pairs = pairs_among(connection, (targets.c.binding_id, targets.c.cluster_name), gone)
+        # The ids first: the planner finds the rows by the (binding_id, cluster_name) index.
+        connection.execute(targets.delete().where(among(connection, targets.c.binding_id, ids), pairs))
+    if columns["binding_id"]:
+        insert_columns(connection, targets, columns)
 
 
 def _raw_clusters(spec: Any) -> Any:

@@ -158,6 +158,41 @@ def test_a_batch_is_a_fixed_handful_of_statements_and_nothing_for_no_change(sess
     assert log.count == 0 and unchanged == [view(row) for row in again.values()]
 
 
+def _target_ids(session: Session, name: str) -> dict[str, int]:
+    rows = session.execute(
+        select(BindingTargetClusterRow.cluster_name, BindingTargetClusterRow.id)
+        .join(ResourceBindingRow, ResourceBindingRow.id == BindingTargetClusterRow.binding_id)
+        .where(ResourceBindingRow.name == name)
+    )
+    return {name: row_id for name, row_id in rows}
+
+
+@pytest.mark.parametrize(
+    ("new_clusters", "kept"),
+    [
+        (NEW_CLUSTERS, set()),  # member1 gone, member2 changed, member3 new
+        ([*OLD_CLUSTERS, {"name": "member3", "replicas": 4}], {"member1", "member2"}),  # one added
+        ([{"name": "member2", "replicas": 1}], {"member2"}),  # one removed, nothing inserted
+        ([{"name": "member9", "replicas": 3}], set()),  # all moved
+        ([], set()),  # none left
+    ],
+)
+def test_only_the_target_rows_that_changed_are_rewritten(
+    session: Session, new_clusters: list[dict[str, Any]], kept: set[str]
+) -> None:
+    _twins(session)
+    before = _target_ids(session, "by-columns")
+
+    def moved(binding: dict[str, Any]) -> dict[str, Any]:
+        return {**binding, "spec": {**binding["spec"], "clusters": new_clusters}}
+
+    _same_as_orm(session, moved)
+    after = _target_ids(session, "by-columns")
+    assert _targets(session, "by-columns") == {c["name"]: c["replicas"] for c in new_clusters}
+    assert {name for name, row_id in after.items() if before.get(name) == row_id} == kept
+    assert _targets(session, "by-orm") == _targets(session, "by-columns")
+
+
 def test_a_row_that_moved_is_a_conflict(session: Session) -> None:
     _twins(session)
     row_id = BindingRepository(session).objects("default").require_row("default", "by-columns").id

@@ -52,3 +52,9 @@ def test_kept_is_the_same_bytes() -> None:
 def test_canonical_is_the_standard_librarys_sorted_compact_form() -> None:
     for value in ({"b": 1, "a": [2.5, None]}, {"big": 2**70}, {"text": "héllo"}, [1e-05, 2.5e-07, 1e16]):
         assert jsoncodec.canonical(value) == json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
+
+
+def test_compact_is_the_standard_librarys_compact_form_in_key_order() -> None:
+    values = ({"b": 1, "a": [2.5, None]}, {"big": 2**70}, {"text": "héllo"}, [1e-05, 2.5e-07, 1e16], {1: "x"})
+    for value in values:
+        assert jsoncodec.compact(value) == json.dumps(value, separators=(",", ":"))
