@@ -25,6 +25,8 @@ Invariants:
 
 from __future__ import annotations
 
+import functools
+
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -37,8 +39,9 @@ from federation.model.rebalancer import REASON_BINDING_NOT_FOUND, RESULT_FAILED,
 SCHEDULE_SUCCESS = "Success"
 
 
+@functools.lru_cache(maxsize=1024)
 def format_time(value: datetime) -> str:
-    """RFC 3339 in UTC, second precision (``metav1.Time``)."""
+    """RFC 3339 in UTC, second precision (``metav1.Time``). Cached: a pass writes one instant per entry."""
     return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
