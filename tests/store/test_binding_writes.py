@@ -68,13 +68,14 @@ def _columns(session: Session, name: str) -> dict[str, Any]:
     return {key: value for key, value in row._mapping.items() if key not in ASSIGNED}
 
 
-def _targets(session: Session, name: str) -> dict[str, int]:
+def _targets(session: Session, name: str, column: Any = BindingTargetClusterRow.replicas) -> dict[str, int]:
+    """The binding's target rows: cluster name → ``column`` (replicas, or the row's id)."""
     rows = session.execute(
-        select(BindingTargetClusterRow.cluster_name, BindingTargetClusterRow.replicas)
+        select(BindingTargetClusterRow.cluster_name, column)
         .join(ResourceBindingRow, ResourceBindingRow.id == BindingTargetClusterRow.binding_id)
         .where(ResourceBindingRow.name == name)
     )
-    return {name: replicas for name, replicas in rows}
+    return {name: value for name, value in rows}
 
 
 def _last_event(session: Session, name: str) -> ChangeLogRow:
@@ -158,15 +159,6 @@ def test_a_batch_is_a_fixed_handful_of_statements_and_nothing_for_no_change(sess
     assert log.count == 0 and unchanged == [view(row) for row in again.values()]
 
 
-def _target_ids(session: Session, name: str) -> dict[str, int]:
-    rows = session.execute(
-        select(BindingTargetClusterRow.cluster_name, BindingTargetClusterRow.id)
-        .join(ResourceBindingRow, ResourceBindingRow.id == BindingTargetClusterRow.binding_id)
-        .where(ResourceBindingRow.name == name)
-    )
-    return {name: row_id for name, row_id in rows}
-
-
 @pytest.mark.parametrize(
     ("new_clusters", "kept"),
     [
@@ -181,13 +173,13 @@ def test_only_the_target_rows_that_changed_are_rewritten(
     session: Session, new_clusters: list[dict[str, Any]], kept: set[str]
 ) -> None:
     _twins(session)
-    before = _target_ids(session, "by-columns")
+    before = _targets(session, "by-columns", BindingTargetClusterRow.id)
 
     def moved(binding: dict[str, Any]) -> dict[str, Any]:
         return {**binding, "spec": {**binding["spec"], "clusters": new_clusters}}
 
     _same_as_orm(session, moved)
-    after = _target_ids(session, "by-columns")
+    after = _targets(session, "by-columns", BindingTargetClusterRow.id)
     assert _targets(session, "by-columns") == {c["name"]: c["replicas"] for c in new_clusters}
     assert {name for name, row_id in after.items() if before.get(name) == row_id} == kept
     assert _targets(session, "by-orm") == _targets(session, "by-columns")
