@@ -26,7 +26,6 @@ Invariants:
 from __future__ import annotations
 
 import functools
-
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
