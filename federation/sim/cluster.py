@@ -146,12 +146,13 @@ class SimCluster:
 
     @staticmethod
     def _copy_to_render(rtype: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
-        """What rendering may change of a stored object, copied: a workload's render only sets its top-level
-        ``status`` (and a watch event its ``metadata.resourceVersion``, which ``touch`` also sets in the
-        stored dict), so its top level and metadata are copied and the rest is shared; other kinds are
-        copied whole. The copies are serialised at once and never kept (a LIST page, a watch event): a
-        LIST of 10,000 Deployments no longer deep-copies each one."""
-        if is_workload(rtype):
+        """What rendering may change of a stored object, copied: a workload's or a pod's render only sets its
+        top-level ``status`` (a new dict: ``running_status`` copies the stored one before it changes it), and
+        a watch event its ``metadata.resourceVersion``, which ``touch`` also sets in the stored dict; so
+        their top level and metadata are copied and the rest is shared (as ``render_workloads`` copies the
+        pods it renders); other kinds are copied whole. The copies are serialised at once and never kept (a
+        LIST page, a watch event): a LIST of 10,000 Deployments or pods no longer deep-copies each one."""
+        if is_workload(rtype) or (rtype.kind == "Pod" and rtype.group == ""):
             return {**obj, "metadata": dict(obj["metadata"])}
         return clone(obj)
 

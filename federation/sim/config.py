@@ -92,6 +92,8 @@ class Faults:
             return self.error_rate > 0 and self._random.random() < self.error_rate
 
     def is_unhealthy(self, namespace: str, name: str) -> bool:
+        if not self.unhealthy:  # the usual case, asked for every pod a read renders: no lock, no string
+            return False
         with self._lock:
             return f"{namespace}/{name}" in self.unhealthy
 

@@ -13,6 +13,7 @@ Invariants:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -111,7 +112,9 @@ def unschedulable_message(
     return f"0/{len(nodes)} nodes are available: {details}."
 
 
+@functools.lru_cache(maxsize=32768)
 def rfc3339(epoch: float) -> str:
+    """Cached: every read of a pod renders its times again from the same instants."""
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

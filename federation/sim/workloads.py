@@ -15,11 +15,11 @@ Invariants:
 from __future__ import annotations
 
 import hashlib
-import json
 import random
 from dataclasses import dataclass
 from typing import Any
 
+from federation import jsoncodec
 from federation.model.jsonvalue import clone
 from federation.sim.pods import is_ready
 
@@ -36,7 +36,9 @@ class PodPlan:
 
 
 def template_hash(template: Any) -> str:
-    digest = hashlib.sha256(json.dumps(template, sort_keys=True).encode()).digest()
+    """The pod template's hash (Kubernetes' ``pod-template-hash``: ten characters of its digest). Every read
+    of a workload's status asks it of every pod, so the sorted JSON is orjson's (``jsoncodec.canonical``)."""
+    digest = hashlib.sha256(jsoncodec.canonical(template)).digest()
     return "".join(_SAFE[b % len(_SAFE)] for b in digest[:10])
 
 
@@ -139,9 +141,10 @@ def owned_by(pod: dict[str, Any], workload: dict[str, Any]) -> bool:
 
 def _counts(workload: dict[str, Any], pods: list[dict[str, Any]]) -> dict[str, int]:
     ready = sum(1 for p in pods if is_ready(p))
+    label, current = _hash_label(workload["kind"]), current_hash(workload) if pods else ""
     return {
         "replicas": len(pods),
-        "updatedReplicas": sum(1 for p in pods if is_current(workload, p)),
+        "updatedReplicas": sum(1 for p in pods if (p["metadata"].get("labels") or {}).get(label) == current),
         "readyReplicas": ready,
         "availableReplicas": ready,
     }

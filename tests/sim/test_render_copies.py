@@ -58,3 +58,28 @@ def test_a_watch_render_leaves_the_stored_object_alone(cluster: SimCluster) -> N
     rendered["metadata"]["resourceVersion"] = "999"  # what a watch event sets
     assert "status" in rendered
     assert stored == before
+
+
+def test_a_list_page_renders_pods_without_deep_copies(
+    cluster: SimCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cluster.create(_deployments(cluster), "default", deployment("web", 3), "test")
+    pods = cluster.registry.lookup("", "pods")
+    stored = copy.deepcopy(cluster.store.peek_objects(pods))
+    assert len(stored) == 3
+    copies: list[object] = []
+    real = cluster_module.clone
+
+    def counted(obj: Any) -> Any:
+        copies.append(obj)
+        return real(obj)
+
+    monkeypatch.setattr(cluster_module, "clone", counted)
+    page, remaining, _ = cluster.list_page(pods, None, "", None, None, None)
+    assert len(page) == 3 and remaining == 0
+    assert all(p["status"]["phase"] == "Running" for p in page)  # rendered
+    assert copies == []
+    for obj in page:  # what a reader does to its copy stays in its copy
+        obj["metadata"]["resourceVersion"] = "0"
+        obj["spec"] = {}
+    assert cluster.store.peek_objects(pods) == stored
