@@ -99,7 +99,7 @@ class CycleState:
     # identity, so a cluster that took replicas through ``engine.assume`` is judged afresh).
     memo: CycleMemo = field(default_factory=CycleMemo)
     # The clusters that exist and are not being deleted: nothing ``engine.assume`` changes changes it.
-    live: planner.LiveClusters = field(init=False)
+    live: frozenset[str] = field(init=False)
 
     def __post_init__(self) -> None:
         self.live = planner.live_clusters(self.clusters)

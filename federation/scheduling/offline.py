@@ -202,7 +202,9 @@ def schedule_binding(
     if planner.scheduling_suspended(binding):
         return copy.deepcopy(dict(binding)), list(clusters)
     policy = planner.workload_policy_key(planner.workload_policy_for(template, workload_policies))
-    trigger = planner.scheduling_trigger(binding, planner.gone_clusters(binding, clusters), policy)
+    trigger = planner.scheduling_trigger(
+        binding, planner.gone_clusters(binding, planner.live_clusters(clusters)), policy
+    )
     if trigger is None:
         return planner.sync_observed_generation(binding), list(clusters)
     given = planner.binding_input(binding, template, workload_policies, quota, clusters)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from datetime import UTC, datetime
 from typing import Any
 
@@ -276,23 +277,15 @@ def frees_quota(binding: Manifest, result: ScheduleResult) -> bool:
     return any(placed.get(name, 0) < count for name, count in previous_clusters(binding).items())
 
 
-def gone_clusters(binding: Manifest, clusters: Sequence[ClusterSnapshot] | LiveClusters) -> set[str]:
-    """Target clusters that no longer exist or are being deleted (``clusters``: the snapshots, or their
-    ``live_clusters`` when one set serves many bindings)."""
-    live = clusters if isinstance(clusters, LiveClusters) else live_clusters(clusters)
-    return {name for name in _target_names(binding) if name not in live}
+def gone_clusters(binding: Manifest, live: AbstractSet[str]) -> set[str]:
+    """Target clusters that no longer exist or are being deleted (``live``: ``live_clusters``, one set a
+    cycle's bindings share)."""
+    return {name for name in previous_clusters(binding) if name not in live}
 
 
-class LiveClusters(frozenset[str]):
-    """The names of the clusters that exist and are not being deleted (``live_clusters``)."""
-
-
-def live_clusters(clusters: Sequence[ClusterSnapshot]) -> LiveClusters:
-    return LiveClusters(c.name for c in clusters if not c.deleting)
-
-
-def _target_names(binding: Manifest) -> list[str]:
-    return [str(c["name"]) for c in _spec(binding).get("clusters") or ()]
+def live_clusters(clusters: Sequence[ClusterSnapshot]) -> frozenset[str]:
+    """The names of the clusters that exist and are not being deleted."""
+    return frozenset(c.name for c in clusters if not c.deleting)
 
 
 def affected_by(placement: Mapping[str, Any], cluster: ClusterSnapshot) -> bool:

@@ -267,10 +267,10 @@ def test_an_unchanged_placement_is_seen_without_serializing(monkeypatch: pytest.
     assert planner.scheduling_trigger(applied) == "PlacementChanged"
 
 
-def test_gone_clusters_from_snapshots_or_one_live_set() -> None:
+def test_gone_clusters_are_the_targets_not_live() -> None:
     binding = make_binding(clusters=[{"name": "m1", "replicas": 1}, {"name": "m2", "replicas": 1}])
     snapshots = [ClusterSnapshot(name="m1"), ClusterSnapshot(name="m3", deleting=True)]
-    assert planner.gone_clusters(binding, snapshots) == {"m2"}
+    assert planner.gone_clusters(binding, planner.live_clusters(snapshots)) == {"m2"}
     live = planner.live_clusters([*snapshots, ClusterSnapshot(name="m2", deleting=True)])
     assert live == {"m1"}
     assert planner.gone_clusters(binding, live) == {"m2"}
