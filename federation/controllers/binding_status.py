@@ -177,7 +177,6 @@ class BindingStatusController:
     retries: RetryBook = field(default_factory=RetryBook)
     # Where the feeds stand, in the database: a restart resumes there rather than re-aggregating everything.
     checkpoint: FeedCheckpoint = field(default_factory=lambda: FeedCheckpoint("binding-status"))
-    _revisit: set[int] = field(default_factory=set)
 
     def pending(self) -> Probe:
         """The runner's idle probe: a retry due, a full resync due, or a row either feed would read."""
@@ -203,7 +202,6 @@ class BindingStatusController:
             return Outcome(written)
         self.works_feed.commit(now)
         self.bindings_feed.commit(now)
-        self._revisit.clear()
         self.checkpoint.save(self.uow, self._feeds(), self.retries.backing_off(), now)
         # Its writes are status-only and wake nobody: no controller acts on aggregated status.
         return Outcome(written)
@@ -212,12 +210,12 @@ class BindingStatusController:
         return {"works": self.works_feed, "bindings": self.bindings_feed}
 
     def _changed(self, now: datetime) -> list[int]:
-        self._revisit |= self.checkpoint.resume(self.uow, self._feeds())
+        self.checkpoint.resume(self.uow, self._feeds())
         with self.uow() as session:
             works = WorkRepository(session).binding_ids_changed_since(self.works_feed.since(now))
             bindings = BindingRepository(session).changed_since(self.bindings_feed.since(now))
         from_works, from_bindings = self.works_feed.take(works), self.bindings_feed.take(bindings)
-        return sorted(self.retries.select([*from_works, *from_bindings], now) | self._revisit)
+        return sorted(self.retries.select([*from_works, *from_bindings], now) | self.checkpoint.revisit)
 
     def _aggregate_batch(self, ids: Sequence[int]) -> int:
         now = self.clock.now()

@@ -107,7 +107,6 @@ class ExecutionController:
     _handled: dict[int, tuple[str, str, str]] = field(default_factory=dict)
     # Where the feeds stand, in the database: a restart resumes there rather than rendering everything.
     checkpoint: FeedCheckpoint = field(default_factory=lambda: FeedCheckpoint("execution"))
-    _revisit: set[int] = field(default_factory=set)
 
     def pending(self) -> Probe:
         """The runner's idle probe: a binding blocked or due a retry, a full resync due, a binding or bound
@@ -136,7 +135,6 @@ class ExecutionController:
             return Outcome.of(written, WORK_KIND)
         self.bindings_feed.commit(now)
         self.templates_feed.commit(now)
-        self._revisit.clear()
         self.checkpoint.save(self.uow, self._feeds(), self._blocked | self.retries.backing_off(), now)
         return Outcome.of(written, WORK_KIND)
 
@@ -147,7 +145,7 @@ class ExecutionController:
 
     def _changed(self) -> list[int]:
         now = self.clock.now()
-        self._revisit |= self.checkpoint.resume(self.uow, self._feeds())
+        self.checkpoint.resume(self.uow, self._feeds())
         since = self.bindings_feed.since(now)
         if since is None:
             self._handled.clear()  # a full resync renders everything again
@@ -157,7 +155,8 @@ class ExecutionController:
             by_template = self.templates_feed.take(
                 bindings.changed_templates_since(self.templates_feed.since(now))
             )
-        return sorted(self.retries.select([*changed, *by_template], now) | self._blocked | self._revisit)
+        revisit = self._blocked | self.checkpoint.revisit
+        return sorted(self.retries.select([*changed, *by_template], now) | revisit)
 
     # -- rendering -------------------------------------------------------------------------------------
 

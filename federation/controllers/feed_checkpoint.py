@@ -33,6 +33,8 @@ log = logging.getLogger(__name__)
 @dataclass
 class FeedCheckpoint:
     name: str
+    # The resumed ids to revisit that no committed pass has handled yet (``save`` empties it).
+    revisit: set[int] = field(default_factory=set, init=False)
     _loaded: bool = field(default=False, init=False)
     _last: dict[str, Any] | None = field(default=None, init=False)
 
@@ -57,13 +59,16 @@ class FeedCheckpoint:
                 feed.reset()
             return set()
         self._last = state
+        self.revisit |= revisit
         log.info("%s: resumed from its checkpoint, %d id(s) to revisit", self.name, len(revisit))
         return revisit
 
     def save(
         self, uow: UnitOfWork, feeds: Mapping[str, ChangeFeed], revisit: Iterable[int], now: datetime
     ) -> bool:
-        """Store where ``feeds`` stand after a committed pass, if that changed; True if it wrote."""
+        """Store where ``feeds`` stand after a committed pass, if that changed; True if it wrote. The pass
+        handled the resumed ids (``revisit``)."""
+        self.revisit.clear()
         marks = {key: feed.checkpoint() for key, feed in feeds.items()}
         if any(mark is None for mark in marks.values()):
             return False
