@@ -148,7 +148,7 @@ class WorkStatusCollector:
         self._forget(state.id)
         if not state.tracked:
             return
-        manifests = tuple(Identity.of(m) for m in state.manifests)
+        manifests = tuple(Identity(*map(interned, entry)) for entry in state.manifests)
         tracked = Tracked(interned(state.cluster), manifests, digest(state.manifest_statuses))
         self._tracked[state.id] = tracked
         self._kinds.setdefault(tracked.cluster, Counter()).update(kind_of(i) for i in manifests)

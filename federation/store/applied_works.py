@@ -5,7 +5,9 @@ Invariants:
 - ``tracked`` is True for an applied, not tombstoned Work on a cluster that is not Pull mode: the Works
   ``WorkRepository.applied_on_push_clusters`` returns (``tracked_work_states``). A changed Work that is
   not tracked any more is returned too by ``work_states`` (its reader forgets it).
-- Only the columns collection needs are read (no labels, annotations, claim columns). After the first
+- Only the columns collection needs are read (no labels, annotations, claim columns), and of the manifests
+  only their identities, computed by the database (``works.manifest_identities``): a first read at 30,000
+  Works decoded 30,000 manifest bodies to keep four strings of each. After the first
   read, ``work_stamps_since`` says which Works were written (id, stamp, resourceVersion: no JSON) and
   ``work_states`` reads only those the change feed has not handed out at that version already.
 """
@@ -23,6 +25,7 @@ from sqlalchemy.orm import Session
 from federation.store.dialect import among
 from federation.store.probes import PULL
 from federation.store.tables import ClusterRow, WorkRow
+from federation.store.works import IdentityEntry, identity_entries, manifest_identities
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,13 +37,14 @@ class WorkState:
     resource_version: int
     cluster: str
     tracked: bool
-    manifests: Sequence[dict[str, Any]]
+    manifests: Sequence[IdentityEntry]  # (apiVersion, kind, namespace, name) of each, in order
     manifest_statuses: Sequence[Any]
 
 
 def tracked_work_states(session: Session) -> list[WorkState]:
     """Every tracked Work: applied, on a cluster that is not Pull mode (the first read, a resync)."""
-    return [_state(row) for row in session.execute(_columns().where(WorkRow.applied.is_(True), ~_ON_PULL))]
+    statement = _columns(session).where(WorkRow.applied.is_(True), ~_ON_PULL)
+    return [_state(row) for row in session.execute(statement)]
 
 
 def work_stamps_since(session: Session, since: datetime) -> list[tuple[int, datetime, int, int]]:
@@ -54,7 +58,7 @@ def work_states(session: Session, ids: Sequence[int]) -> list[WorkState]:
     """The Works with these ids (absent ids: deleted since)."""
     if not ids:
         return []
-    return [_state(row) for row in session.execute(_columns().where(among(session, WorkRow.id, ids)))]
+    return [_state(row) for row in session.execute(_columns(session).where(among(session, WorkRow.id, ids)))]
 
 
 def push_cluster_names(session: Session) -> set[str]:
@@ -67,7 +71,7 @@ def push_cluster_names(session: Session) -> set[str]:
 _ON_PULL = WorkRow.cluster_name.in_(select(ClusterRow.name).where(ClusterRow.sync_mode == PULL))
 
 
-def _columns() -> Any:
+def _columns(session: Session) -> Any:
     w = WorkRow
     return select(
         w.id,
@@ -76,8 +80,8 @@ def _columns() -> Any:
         w.cluster_name,
         w.applied,
         _ON_PULL.label("on_pull"),
-        w.spec,
-        w.status,
+        manifest_identities(session.get_bind().dialect.name).label("identities"),
+        w.status["manifestStatuses"].label("manifest_statuses"),  # not the Work's conditions
         w.metadata_extra,
     ).order_by(w.id)
 
@@ -85,14 +89,13 @@ def _columns() -> Any:
 def _state(row: Any) -> WorkState:
     extra = row.metadata_extra or {}
     tracked = bool(row.applied) and not row.on_pull and not extra.get("deletionTimestamp")
-    manifests = ((row.spec or {}).get("workload") or {}).get("manifests") or []
-    statuses = (row.status or {}).get("manifestStatuses") or []
+    statuses = row.manifest_statuses or []
     return WorkState(
         int(row.id),
         row.updated_at,
         int(row.resource_version),
         str(row.cluster_name),
         tracked,
-        manifests,
+        identity_entries(row.identities),
         statuses,
     )

@@ -124,7 +124,7 @@ class WorkRepository:
                 WorkRow.cluster_name,
                 WorkRow.metadata_extra,
                 WorkRow.status,
-                _manifest_identities(self.session.get_bind().dialect.name),
+                manifest_identities(self.session.get_bind().dialect.name),
             )
             .where(among(self.session, WorkRow.binding_id, binding_ids))
             .order_by(WorkRow.namespace, WorkRow.name)
@@ -311,8 +311,9 @@ def _spec_without_manifests(dialect: str) -> ColumnElement[Any]:
 
 
 # Each manifest of ``spec.workload.manifests`` as [ordinal, apiVersion, kind, namespace, name] (JSON nulls
-# for what it lacks), in no promised order: the ordinal is in each entry. A correlated subquery on the
-# outer ``works`` row; Postgres refuses to take elements of a non-array, hence the CASE.
+# for what it lacks), in no promised order: the ordinal is in each entry (``identity_entries`` orders them).
+# A correlated subquery on the outer ``works`` row; Postgres refuses to take elements of a non-array, hence
+# the CASE.
 _IDENTITIES_SQL = {
     "postgresql": (
         "(SELECT jsonb_agg(jsonb_build_array(m.ordinality - 1, m.value->'apiVersion', m.value->'kind', "
@@ -329,23 +330,33 @@ _IDENTITIES_SQL = {
 }
 
 
-def _manifest_identities(dialect: str) -> ColumnElement[Any]:
+def manifest_identities(dialect: str) -> ColumnElement[Any]:
+    """A Work's manifest identities as the database computes them (``identity_entries`` reads them), so no
+    manifest body reaches Python."""
     json_type = JSONB if dialect == "postgresql" else JSON
     return literal_column(_IDENTITIES_SQL["postgresql" if dialect == "postgresql" else "sqlite"], json_type)
 
 
-def _identities_by_ordinal(entries: Any) -> tuple[ManifestIdentity, ...]:
-    """``_manifest_identities``'s entries in ordinal order; an ordinal without an object entry (a manifest
-    that is not an object) gets an empty identity, so the others keep their ordinals."""
-    by_ordinal = {
-        int(entry[0]): ManifestIdentity(*(str(value or "") for value in entry[1:]))
+IdentityEntry = tuple[Any, Any, Any, Any]  # (apiVersion, kind, namespace, name) as given: None where absent
+_NO_IDENTITY: IdentityEntry = (None, None, None, None)
+
+
+def identity_entries(entries: Any) -> tuple[IdentityEntry, ...]:
+    """``manifest_identities``'s entries in ordinal order, each field the JSON value as the manifest has it
+    (None where absent); an ordinal without an object entry (a manifest that is not an object: Postgres
+    gives it nulls, SQLite leaves it out) gets all None, so the others keep their ordinals."""
+    by_ordinal: dict[int, IdentityEntry] = {
+        int(entry[0]): (entry[1], entry[2], entry[3], entry[4])
         for entry in entries or []
         if isinstance(entry, list) and len(entry) == 5
     }
-    return tuple(
-        by_ordinal.get(ordinal, ManifestIdentity("", "", "", ""))
-        for ordinal in range(max(by_ordinal, default=-1) + 1)
-    )
+    return tuple(by_ordinal.get(ordinal, _NO_IDENTITY) for ordinal in range(max(by_ordinal, default=-1) + 1))
+
+
+def _identities_by_ordinal(entries: Any) -> tuple[ManifestIdentity, ...]:
+    """``identity_entries`` as ``ManifestIdentity`` values ("" for what a manifest lacks)."""
+    entries_in_order = identity_entries(entries)
+    return tuple(ManifestIdentity(*(str(value or "") for value in entry)) for entry in entries_in_order)
 
 
 def _pull_clusters() -> Any:

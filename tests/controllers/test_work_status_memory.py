@@ -57,9 +57,9 @@ def test_a_tracked_work_costs_a_few_hundred_bytes_and_shares_its_strings() -> No
         for offset, cluster in enumerate(("member1", "member2", "member3")):
             statuses = [{"identifier": {"ordinal": 0}, "health": "Healthy"}]
             work = _decoded({"cluster": cluster, "manifest": manifest, "statuses": statuses})
-            state = WorkState(
-                3 * index + offset, NOW, 1, work["cluster"], True, [work["manifest"]], work["statuses"]
-            )
+            identity = (manifest["apiVersion"], manifest["kind"], f"team{index % 10}", f"app{index:05d}")
+            entries = [tuple(_decoded(list(identity)))]  # decoded: the strings are not yet shared
+            state = WorkState(3 * index + offset, NOW, 1, work["cluster"], True, entries, work["statuses"])
             collector._track(state)
     tracked = collector._tracked
     assert len(tracked) == 3 * templates

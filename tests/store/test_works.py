@@ -8,6 +8,7 @@ from sqlalchemy.orm import Session
 
 from federation.model.work import WorkStatusView
 from federation.store import BindingRepository, NotFound, WorkRepository, execution_namespace, objects
+from federation.store.applied_works import tracked_work_states, work_states
 from federation.store.tables import WorkRow
 
 from .factories import make_binding, make_deployment, make_work
@@ -113,17 +114,17 @@ def _configmap(name: str) -> dict:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default"}}
 
 
-@pytest.mark.parametrize(
-    "manifests",
-    [
-        [make_deployment()],
-        [_configmap(f"cm{i}") for i in range(12)] + [make_deployment()],  # ordinals past 9 sort as numbers
-        [_configmap("cm0"), "not an object", make_deployment()],  # it keeps its ordinal, with no identity
-        [make_secret(), make_deployment()],  # sealed in the row: its identity is still readable
-        [],
-        None,
-    ],
-)
+MANIFEST_LISTS = [
+    [make_deployment()],
+    [_configmap(f"cm{i}") for i in range(12)] + [make_deployment()],  # ordinals past 9 sort as numbers
+    [_configmap("cm0"), "not an object", make_deployment()],  # it keeps its ordinal, with no identity
+    [make_secret(), make_deployment()],  # sealed in the row: its identity is still readable
+    [],
+    None,
+]
+
+
+@pytest.mark.parametrize("manifests", MANIFEST_LISTS)
 def test_a_status_view_reads_manifest_identities_as_the_whole_work_gives_them(
     session: Session, manifests: list | None
 ) -> None:
@@ -143,6 +144,46 @@ def test_a_status_view_reads_manifest_identities_as_the_whole_work_gives_them(
     views = WorkRepository(session).status_views_for_binding_ids([binding_id])
     assert views == {binding_id: [WorkStatusView.of(whole)]}
     assert views[binding_id][0].cluster == "member1" and not views[binding_id][0].deleting
+
+
+@pytest.mark.parametrize(
+    "manifests",
+    [
+        *MANIFEST_LISTS,
+        [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}],  # no namespace: None
+        [{"kind": "ConfigMap", "metadata": {"name": 7}}, {"metadata": None}],  # as given, whatever it is
+    ],
+)
+def test_status_collection_reads_manifest_identities_as_the_whole_work_gives_them(
+    session: Session, manifests: list | None
+) -> None:
+    """``tracked_work_states`` and ``work_states`` compute each manifest's identity in the database and
+    answer the values the manifest holds (None where absent); of the status, the manifest statuses."""
+    objects(session, *RB).create(make_binding())
+    spec = {"workload": {"manifests": manifests}} if manifests is not None else {"workload": {}}
+    created = objects(session, *WORK).create(make_work(spec=spec))
+    name = created["metadata"]["name"]
+    statuses = [{"identifier": {"ordinal": 0}, "health": "Healthy", "status": {"readyReplicas": 1}}]
+    status = {"conditions": [{"type": "Applied", "status": "True"}], "manifestStatuses": statuses}
+    objects(session, *WORK).update_status("karmada-es-member1", name, status)
+    row = work_row(session, "karmada-es-member1", name)
+    row.applied = True
+    session.flush()
+    whole = objects(session, *WORK).get("karmada-es-member1", name)
+    assert whole is not None
+
+    def entry(manifest: object) -> tuple:
+        if not isinstance(manifest, dict):
+            return (None, None, None, None)
+        meta = manifest.get("metadata") or {}
+        return (manifest.get("apiVersion"), manifest.get("kind"), meta.get("namespace"), meta.get("name"))
+
+    expected = tuple(entry(m) for m in (whole["spec"]["workload"].get("manifests") or []))
+    [tracked] = tracked_work_states(session)
+    assert (tracked.id, tracked.cluster, tracked.tracked) == (row.id, "member1", True)
+    assert tuple(tracked.manifests) == expected
+    assert list(tracked.manifest_statuses) == statuses
+    assert work_states(session, [row.id]) == [tracked]
 
 
 def test_a_status_view_of_a_work_being_deleted_says_so(session: Session) -> None:
