@@ -44,7 +44,7 @@ class WorkState:
 def tracked_work_states(session: Session) -> list[WorkState]:
     """Every tracked Work: applied, on a cluster that is not Pull mode (the first read, a resync)."""
     statement = _columns(session).where(WorkRow.applied.is_(True), ~_ON_PULL)
-    return [_state(row) for row in session.execute(statement)]
+    return [_state(*row) for row in session.execute(statement)]
 
 
 def work_stamps_since(session: Session, since: datetime) -> list[tuple[int, datetime, int, int]]:
@@ -58,7 +58,7 @@ def work_states(session: Session, ids: Sequence[int]) -> list[WorkState]:
     """The Works with these ids (absent ids: deleted since)."""
     if not ids:
         return []
-    return [_state(row) for row in session.execute(_columns(session).where(among(session, WorkRow.id, ids)))]
+    return [_state(*row) for row in session.execute(_columns(session).where(among(session, WorkRow.id, ids)))]
 
 
 def push_cluster_names(session: Session) -> set[str]:
@@ -82,20 +82,29 @@ def _columns(session: Session) -> Any:
         _ON_PULL.label("on_pull"),
         manifest_identities(session.get_bind().dialect.name).label("identities"),
         w.status["manifestStatuses"].label("manifest_statuses"),  # not the Work's conditions
-        w.metadata_extra,
+        w.metadata_extra["deletionTimestamp"].as_string().label("deleting_since"),
     ).order_by(w.id)
 
 
-def _state(row: Any) -> WorkState:
-    extra = row.metadata_extra or {}
-    tracked = bool(row.applied) and not row.on_pull and not extra.get("deletionTimestamp")
-    statuses = row.manifest_statuses or []
+def _state(
+    work_id: int,
+    updated_at: datetime,
+    resource_version: int,
+    cluster: str,
+    applied: bool | None,
+    on_pull: bool,
+    identities: Any,
+    manifest_statuses: Any,
+    deleting_since: str | None,
+) -> WorkState:
+    """One row of ``_columns``, its columns in order."""
+    tracked = bool(applied) and not on_pull and not deleting_since
     return WorkState(
-        int(row.id),
-        row.updated_at,
-        int(row.resource_version),
-        str(row.cluster_name),
+        int(work_id),
+        updated_at,
+        int(resource_version),
+        str(cluster),
         tracked,
-        identity_entries(row.identities),
-        statuses,
+        identity_entries(identities),
+        manifest_statuses or [],
     )

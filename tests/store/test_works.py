@@ -184,6 +184,10 @@ def test_status_collection_reads_manifest_identities_as_the_whole_work_gives_the
     assert tuple(tracked.manifests) == expected
     assert list(tracked.manifest_statuses) == statuses
     assert work_states(session, [row.id]) == [tracked]
+    row.metadata_extra = {**(row.metadata_extra or {}), "deletionTimestamp": "2026-05-01T12:00:00Z"}
+    session.flush()
+    [deleting] = work_states(session, [row.id])
+    assert not deleting.tracked and deleting.manifests == tracked.manifests
 
 
 def test_a_status_view_of_a_work_being_deleted_says_so(session: Session) -> None:
