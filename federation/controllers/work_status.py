@@ -60,7 +60,7 @@ from federation.store import bulkflush
 from federation.store.applied_works import (
     WorkState,
     push_cluster_names,
-    tracked_work_states,
+    tracked_work_state_pages,
     work_stamps_since,
     work_states,
 )
@@ -126,23 +126,29 @@ class WorkStatusCollector:
         not handed out at that version already: its own status writes and the window's re-reads are not
         read again), clusters gone. The ids of the Works read."""
         since = self.feed.since(now)
+        read: set[int] = set()
         with self.uow() as session:
             if since is None:
-                changed = tracked_work_states(session)
-                self.feed.take((w.id, w.updated_at, w.id, w.resource_version) for w in changed)
+                # Page by page: a page's manifest statuses are digested and dropped before the next is read.
+                for page in tracked_work_state_pages(session):
+                    self.feed.take((w.id, w.updated_at, w.id, w.resource_version) for w in page)
+                    self._track_all(page, read)
             else:
                 fresh = self.feed.take(work_stamps_since(session, since))
-                changed = work_states(session, [work_id for work_id, _ in fresh])
+                self._track_all(work_states(session, [work_id for work_id, _ in fresh]), read)
             clusters = push_cluster_names(session)
-        if since is None:
-            for work_id in list(self._tracked):
+        if since is None:  # a full read: what it did not find is not tracked any more
+            for work_id in [i for i in self._tracked if i not in read]:
                 self._forget(work_id)
-        for state in changed:
-            self._track(state)
         gone = set(self._kinds) - set(clusters)
         for work_id in [i for i, t in self._tracked.items() if t.cluster in gone] if gone else []:
             self._forget(work_id)
-        return {state.id for state in changed if state.id in self._tracked}
+        return {work_id for work_id in read if work_id in self._tracked}
+
+    def _track_all(self, states: Sequence[WorkState], read: set[int]) -> None:
+        for state in states:
+            self._track(state)
+            read.add(state.id)
 
     def _track(self, state: WorkState) -> None:
         self._forget(state.id)

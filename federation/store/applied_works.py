@@ -14,7 +14,7 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -26,6 +26,9 @@ from federation.store.dialect import among
 from federation.store.probes import PULL
 from federation.store.tables import ClusterRow, WorkRow
 from federation.store.works import IdentityEntry, identity_entries, manifest_identities
+
+# Works per page of the full read: the manifest statuses of a page are a few MB of Python objects at most.
+PAGE_SIZE = 2000
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,10 +44,15 @@ class WorkState:
     manifest_statuses: Sequence[Any]
 
 
-def tracked_work_states(session: Session) -> list[WorkState]:
-    """Every tracked Work: applied, on a cluster that is not Pull mode (the first read, a resync)."""
+def tracked_work_state_pages(session: Session, page_size: int | None = None) -> Iterator[list[WorkState]]:
+    """Every tracked Work (applied, on a cluster that is not Pull mode: the first read, a resync), by pages of
+    ``page_size`` (default ``PAGE_SIZE``) from one statement streamed (a server-side cursor on Postgres): a
+    reader that handles a page before it asks for the next holds one page, not 30,000 Works' manifest
+    statuses at once."""
     statement = _columns(session).where(WorkRow.applied.is_(True), ~_ON_PULL)
-    return [_state(*row) for row in session.execute(statement)]
+    result = session.execute(statement.execution_options(yield_per=page_size or PAGE_SIZE))
+    for rows in result.partitions():
+        yield [_state(*row) for row in rows]
 
 
 def work_stamps_since(session: Session, since: datetime) -> list[tuple[int, datetime, int, int]]:

@@ -14,11 +14,16 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
+from sqlalchemy import update
+
 from federation.controllers.status_sightings import Identity, Sightings, Tracked, digest
 from federation.controllers.work_status import WorkStatusCollector
 from federation.model.status_interpreter import manifest_status
 from federation.sim import RunningSimulator
+from federation.store import applied_works
 from federation.store.applied_works import WorkState
+from federation.store.tables import WorkRow
 from federation.store.works import WorkRepository
 from tests.controllers.test_execution_support import Harness
 from tests.controllers.test_work_status_list import harness, sim
@@ -154,3 +159,41 @@ def test_a_round_keeps_no_page_of_the_members_list_while_reading_the_next(
     harness.collector.reconcile()
     assert alive_at_pages["/apis/apps/v1/deployments"] == [0, 0, 0]
     assert len(harness.collector._tracked) == workloads
+
+
+def test_a_full_read_tracks_the_works_page_by_page_and_forgets_those_it_did_not_find(
+    harness: Harness, sim: RunningSimulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first read and every resync take the applied Works a page at a time (each page tracked before the
+    next is read: no page's manifest statuses outlive it), and a Work the resync no longer finds applied is
+    no longer tracked."""
+    harness.add_cluster("member1", sim)
+    workloads = 7
+    for index in range(workloads):
+        template = harness.add_template(deployment(f"web{index:02d}", 1))
+        harness.add_binding(template, [{"name": "member1", "replicas": 1}])
+
+    def statuses_ready() -> bool:
+        with harness.uow() as session:
+            works, _ = WorkRepository(session).objects.list()
+        return len(works) == workloads and all((w.get("status") or {}).get("manifestStatuses") for w in works)
+
+    harness.until(statuses_ready, what="every Work applied with its statuses")
+    assert len(harness.collector._tracked) == workloads
+    untracked = min(harness.collector._tracked)
+    with harness.uow() as session:  # not a write the change feed sees: only a full read finds it out
+        session.execute(update(WorkRow).where(WorkRow.id == untracked).values(applied=False))
+    monkeypatch.setattr(applied_works, "PAGE_SIZE", 3)
+    pages: list[tuple[int, int]] = []  # (Works in the page, Works tracked when it came)
+    track_all = WorkStatusCollector._track_all
+
+    def recording(collector: WorkStatusCollector, states: Any, read: set[int]) -> None:
+        pages.append((len(states), len(read)))
+        track_all(collector, states, read)
+
+    monkeypatch.setattr(WorkStatusCollector, "_track_all", recording)
+    harness.clock.advance(harness.collector.feed.resync_seconds)
+    harness.collector.reconcile()
+    assert pages == [(3, 0), (3, 3)]
+    assert untracked not in harness.collector._tracked
+    assert len(harness.collector._tracked) == workloads - 1

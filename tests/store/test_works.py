@@ -8,7 +8,7 @@ from sqlalchemy.orm import Session
 
 from federation.model.work import WorkStatusView
 from federation.store import BindingRepository, NotFound, WorkRepository, execution_namespace, objects
-from federation.store.applied_works import tracked_work_states, work_states
+from federation.store.applied_works import tracked_work_state_pages, work_states
 from federation.store.tables import WorkRow
 
 from .factories import make_binding, make_deployment, make_work
@@ -157,7 +157,7 @@ def test_a_status_view_reads_manifest_identities_as_the_whole_work_gives_them(
 def test_status_collection_reads_manifest_identities_as_the_whole_work_gives_them(
     session: Session, manifests: list | None
 ) -> None:
-    """``tracked_work_states`` and ``work_states`` compute each manifest's identity in the database and
+    """``tracked_work_state_pages`` and ``work_states`` compute each manifest's identity in the database and
     answer the values the manifest holds (None where absent); of the status, the manifest statuses."""
     objects(session, *RB).create(make_binding())
     spec = {"workload": {"manifests": manifests}} if manifests is not None else {"workload": {}}
@@ -179,7 +179,7 @@ def test_status_collection_reads_manifest_identities_as_the_whole_work_gives_the
         return (manifest.get("apiVersion"), manifest.get("kind"), meta.get("namespace"), meta.get("name"))
 
     expected = tuple(entry(m) for m in (whole["spec"]["workload"].get("manifests") or []))
-    [tracked] = tracked_work_states(session)
+    [[tracked]] = list(tracked_work_state_pages(session))
     assert (tracked.id, tracked.cluster, tracked.tracked) == (row.id, "member1", True)
     assert tuple(tracked.manifests) == expected
     assert list(tracked.manifest_statuses) == statuses
@@ -198,3 +198,20 @@ def test_a_status_view_of_a_work_being_deleted_says_so(session: Session) -> None
     session.flush()
     [view] = WorkRepository(session).status_views_for_binding_ids([row.binding_id or 0])[row.binding_id or 0]
     assert view.deleting
+
+
+def test_the_full_read_of_tracked_works_comes_in_pages_of_the_size_asked(session: Session) -> None:
+    """Every applied Work once, in id order, ``page_size`` at a time; Works not applied are not read."""
+    objects(session, *RB).create(make_binding())
+    names = []
+    for index in range(5):
+        spec = {"workload": {"manifests": [make_deployment(spec={"replicas": index})]}}
+        created = objects(session, *WORK).create(make_work(name=f"w{index}", spec=spec))
+        names.append(created["metadata"]["name"])
+    rows = {name: work_row(session, "karmada-es-member1", name) for name in names}
+    for name in names[:4]:
+        rows[name].applied = True
+    session.flush()
+    pages = list(tracked_work_state_pages(session, page_size=2))
+    assert [len(page) for page in pages] == [2, 2]
+    assert [state.id for page in pages for state in page] == sorted(rows[name].id for name in names[:4])
