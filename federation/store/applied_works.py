@@ -3,11 +3,12 @@ then only the Works written since (a change feed over ``updated_at``), so a roun
 
 Invariants:
 - ``tracked`` is True for an applied, not tombstoned Work on a cluster that is not Pull mode: the Works
-  ``WorkRepository.applied_on_push_clusters`` returns (``tracked_work_states``). A changed Work that is
+  ``WorkRepository.applied_on_push_clusters`` returns (``tracked_work_state_pages``). A changed Work that is
   not tracked any more is returned too by ``work_states`` (its reader forgets it).
 - Only the columns collection needs are read (no labels, annotations, claim columns), and of the manifests
   only their identities, computed by the database (``works.manifest_identities``): a first read at 30,000
-  Works decoded 30,000 manifest bodies to keep four strings of each. After the first
+  Works decoded 30,000 manifest bodies to keep four strings of each. The full read comes in pages from one
+  streamed statement, so its reader never holds every Work's manifest statuses at once. After the first
   read, ``work_stamps_since`` says which Works were written (id, stamp, resourceVersion: no JSON) and
   ``work_states`` reads only those the change feed has not handed out at that version already.
 """
