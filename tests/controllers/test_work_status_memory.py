@@ -143,18 +143,8 @@ def test_a_round_keeps_no_page_of_the_members_list_while_reading_the_next(
     harness: Harness, sim: RunningSimulator, alive_at_pages: dict[str, list[int]]
 ) -> None:
     harness.collector.watch_members = False  # the rounds of LISTs (an informer's LIST pages alike)
-    harness.add_cluster("member1", sim)
     workloads = 7  # pages of 3: three pages
-    for index in range(workloads):
-        template = harness.add_template(deployment(f"web{index:02d}", 1))
-        harness.add_binding(template, [{"name": "member1", "replicas": 1}])
-
-    def statuses_ready() -> bool:
-        with harness.uow() as session:
-            works, _ = WorkRepository(session).objects.list()
-        return len(works) == workloads and all((w.get("status") or {}).get("manifestStatuses") for w in works)
-
-    harness.until(statuses_ready, what="every Work applied with its statuses")
+    _applied_with_statuses(harness, sim, workloads)
     alive_at_pages.clear()
     harness.collector.reconcile()
     assert alive_at_pages["/apis/apps/v1/deployments"] == [0, 0, 0]
@@ -167,18 +157,8 @@ def test_a_full_read_tracks_the_works_page_by_page_and_forgets_those_it_did_not_
     """The first read and every resync take the applied Works a page at a time (each page tracked before the
     next is read: no page's manifest statuses outlive it), and a Work the resync no longer finds applied is
     no longer tracked."""
-    harness.add_cluster("member1", sim)
     workloads = 7
-    for index in range(workloads):
-        template = harness.add_template(deployment(f"web{index:02d}", 1))
-        harness.add_binding(template, [{"name": "member1", "replicas": 1}])
-
-    def statuses_ready() -> bool:
-        with harness.uow() as session:
-            works, _ = WorkRepository(session).objects.list()
-        return len(works) == workloads and all((w.get("status") or {}).get("manifestStatuses") for w in works)
-
-    harness.until(statuses_ready, what="every Work applied with its statuses")
+    _applied_with_statuses(harness, sim, workloads)
     assert len(harness.collector._tracked) == workloads
     untracked = min(harness.collector._tracked)
     with harness.uow() as session:  # not a write the change feed sees: only a full read finds it out
@@ -197,3 +177,19 @@ def test_a_full_read_tracks_the_works_page_by_page_and_forgets_those_it_did_not_
     assert pages == [(3, 0), (3, 3)]
     assert untracked not in harness.collector._tracked
     assert len(harness.collector._tracked) == workloads - 1
+
+
+def _applied_with_statuses(harness: Harness, sim: RunningSimulator, workloads: int) -> None:
+    """``workloads`` Deployments bound to member1 (the simulator), run until every Work is applied and
+    carries its manifest statuses."""
+    harness.add_cluster("member1", sim)
+    for index in range(workloads):
+        template = harness.add_template(deployment(f"web{index:02d}", 1))
+        harness.add_binding(template, [{"name": "member1", "replicas": 1}])
+
+    def statuses_ready() -> bool:
+        with harness.uow() as session:
+            works, _ = WorkRepository(session).objects.list()
+        return len(works) == workloads and all((w.get("status") or {}).get("manifestStatuses") for w in works)
+
+    harness.until(statuses_ready, what="every Work applied with its statuses")
