@@ -38,7 +38,7 @@ from federation.sim.config import Faults, SimulatorConfig
 from federation.sim.kinds import Registry, ResourceType
 from federation.sim.nodes import seed_objects
 from federation.sim.pods import rfc3339
-from federation.sim.runtime import Runtime, is_workload
+from federation.sim.runtime import Runtime, is_pod, is_workload
 from federation.sim.selectors import Predicate, label_selector
 from federation.sim.store import ObjectStore
 from federation.sim.validation import check_body, check_workload, register_crd, scale_of
@@ -152,12 +152,12 @@ class SimCluster:
         their top level and metadata are copied and the rest is shared (as ``render_workloads`` copies the
         pods it renders); other kinds are copied whole. The copies are serialised at once and never kept (a
         LIST page, a watch event): a LIST of 10,000 Deployments or pods no longer deep-copies each one."""
-        if is_workload(rtype) or (rtype.kind == "Pod" and rtype.group == ""):
+        if is_workload(rtype) or is_pod(rtype):
             return {**obj, "metadata": dict(obj["metadata"])}
         return clone(obj)
 
     def _render(self, rtype: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
-        if rtype.kind == "Pod" and rtype.group == "":
+        if is_pod(rtype):
             return self.runtime.render_pod(obj)
         if is_workload(rtype):
             return self.runtime.render_workload(rtype, obj)
@@ -347,7 +347,7 @@ class SimCluster:
         if is_workload(rtype):
             if spec_changed:
                 self.runtime.workload_changed(rtype, obj)
-        elif rtype.group == "" and rtype.kind == "Pod":
+        elif is_pod(rtype):
             self.runtime.pod_created(obj)
         elif rtype.group == "" and rtype.kind == "Node":
             self.runtime.schedule()
@@ -360,7 +360,7 @@ class SimCluster:
         self.store.remove(rtype, namespace, meta["name"], obj)  # obj is rendered: a watch's DELETED
         if is_workload(rtype):
             self.runtime.delete_owned(rtype, obj)
-        elif rtype.group == "" and rtype.kind == "Pod":
+        elif is_pod(rtype):
             self._pod_deleted(obj)
         elif rtype.group == "" and rtype.kind == "Namespace":
             self._purge_namespace(meta["name"])

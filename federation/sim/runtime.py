@@ -43,6 +43,10 @@ def is_workload(rtype: ResourceType) -> bool:
     return rtype.group == "apps" and rtype.kind in WORKLOAD_KINDS
 
 
+def is_pod(rtype: ResourceType) -> bool:
+    return rtype.group == "" and rtype.kind == "Pod"
+
+
 class Runtime:
     """Pod lifecycle and workload status for one simulated cluster."""
 

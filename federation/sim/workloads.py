@@ -56,15 +56,19 @@ def current_hash(workload: dict[str, Any]) -> str:
     return f"{workload['metadata']['name']}-{spec_hash}" if workload["kind"] == "StatefulSet" else spec_hash
 
 
-def is_current(workload: dict[str, Any], pod: dict[str, Any]) -> bool:
-    labels = pod["metadata"].get("labels") or {}
-    return labels.get(_hash_label(workload["kind"])) == current_hash(workload)
+def current_pods(workload: dict[str, Any], pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The pods of the workload's current template (its hash taken once, not once per pod)."""
+    if not pods:
+        return []
+    label, current = _hash_label(workload["kind"]), current_hash(workload)
+    return [p for p in pods if (p["metadata"].get("labels") or {}).get(label) == current]
 
 
 def plan_pods(workload: dict[str, Any], pods: list[dict[str, Any]], rng: random.Random) -> PodPlan:
     """Pods to create and delete so the workload has ``replicas`` pods of its current template."""
-    stale = [p["metadata"]["name"] for p in pods if not is_current(workload, p)]
-    current = [p for p in pods if is_current(workload, p)]
+    current = current_pods(workload, pods)
+    kept = {p["metadata"]["name"] for p in current}
+    stale = [p["metadata"]["name"] for p in pods if p["metadata"]["name"] not in kept]
     want = desired_replicas(workload)
     if workload["kind"] == "StatefulSet":
         return _plan_ordinals(workload, current, stale, want)
@@ -141,10 +145,9 @@ def owned_by(pod: dict[str, Any], workload: dict[str, Any]) -> bool:
 
 def _counts(workload: dict[str, Any], pods: list[dict[str, Any]]) -> dict[str, int]:
     ready = sum(1 for p in pods if is_ready(p))
-    label, current = _hash_label(workload["kind"]), current_hash(workload) if pods else ""
     return {
         "replicas": len(pods),
-        "updatedReplicas": sum(1 for p in pods if (p["metadata"].get("labels") or {}).get(label) == current),
+        "updatedReplicas": len(current_pods(workload, pods)),
         "readyReplicas": ready,
         "availableReplicas": ready,
     }
