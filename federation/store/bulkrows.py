@@ -7,7 +7,11 @@ as ``INSERT ... SELECT * FROM unnest(CAST(%(c0)b AS BIGINT[]), ...)``: one state
 once, one parameter per column whatever the row count. The arrays are sent in binary format (``%(c0)b``,
 the driver's own placeholder): in text format psycopg escapes every element of an array by a regular
 expression, which for 1,000 change-log objects (JSON, full of quotes) cost seconds; binary needs no
-escaping. SQLAlchemy's own multi-VALUES paging
+escaping. Where a column's values are plain JSON (text, integers, booleans, datetimes, JSON documents) they
+are sent instead as ONE JSON array per column, written by orjson in C and split by Postgres
+(``json_array_elements``): psycopg dumps a binary array element by element in Python, which was a third
+of the scheduler's write thread and of execution's Work writes. Other columns (bytes, floats, a value
+orjson refuses) keep the binary array. SQLAlchemy's own multi-VALUES paging
 (``insertmanyvalues``, which the psycopg dialect does not use without RETURNING) was no faster here.
 The batch writers (bindings, their target clusters, Works and their tombstones, the change log,
 decisions, failover history) write hundreds to thousands of rows per transaction.
@@ -31,11 +35,28 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import Column, Connection, Table, and_, bindparam, delete, insert, update
+import orjson
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Column,
+    Connection,
+    Date,
+    DateTime,
+    Integer,
+    String,
+    Table,
+    and_,
+    bindparam,
+    delete,
+    insert,
+    update,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Dialect
 from sqlalchemy.sql.elements import ClauseElement
 
+from federation import jsoncodec
 from federation.store.dialect import among
 
 # One row of ``update_rows``: the values of its ``match`` columns, and column name → its new value.
@@ -90,10 +111,13 @@ def insert_columns(
         return count
     defaulted = _defaulted(table, keys)
     names = keys + tuple(column.name for column, _ in defaulted)
-    params = {f"c{i}": _array(table.c[key], list(columns[key]), dialect) for i, key in enumerate(keys)}
-    for i, (column, value) in enumerate(defaulted, start=len(keys)):
-        params[f"c{i}"] = _array(column, [value], dialect) * count
-    connection.exec_driver_sql(_insert_sql(table, names, on_conflict, dialect), params)
+    given = [(table.c[key], list(columns[key])) for key in keys]
+    given += [(column, [value] * count) for column, value in defaulted]
+    params: dict[str, Any] = {}
+    modes = tuple(
+        _encode(params, f"c{i}", column, values, dialect) for i, (column, values) in enumerate(given)
+    )
+    connection.exec_driver_sql(_insert_sql(table, names, modes, on_conflict, dialect), params)
     return count
 
 
@@ -116,10 +140,13 @@ def update_rows(
     if dialect.name != "postgresql":
         return _update_each(connection, table, match, keys, rows, shared)
     params: dict[str, Any] = {}
-    for i, name in enumerate(match):
-        params[f"m{i}"] = _array(table.c[name], [row[0][i] for row in rows], dialect)
-    for i, key in enumerate(keys):
-        params[f"c{i}"] = _array(table.c[key], [row[1][key] for row in rows], dialect)
+    modes = tuple(
+        _encode(params, f"m{i}", table.c[name], [row[0][i] for row in rows], dialect)
+        for i, name in enumerate(match)
+    ) + tuple(
+        _encode(params, f"c{i}", table.c[key], [row[1][key] for row in rows], dialect)
+        for i, key in enumerate(keys)
+    )
     constants: list[tuple[str, Any]] = []
     expressions: list[tuple[str, str]] = []
     for name, value in sorted(shared.items()):
@@ -130,7 +157,7 @@ def update_rows(
         else:
             params[f"s{len(constants)}"] = _array(table.c[name], [value], dialect)[0]
             constants.append((name, table.c[name].type.compile(dialect=dialect)))
-    sql = _update_sql(table, match, keys, tuple(constants), tuple(expressions), dialect)
+    sql = _update_sql(table, match, keys, modes, tuple(constants), tuple(expressions), dialect)
     return int(connection.exec_driver_sql(sql, params).rowcount)
 
 
@@ -186,8 +213,60 @@ def _defaulted(table: Table, keys: tuple[str, ...]) -> list[tuple[Column[Any], A
     return out
 
 
-def _cast(index: str, column: Column[Any], dialect: Dialect) -> str:
-    return f"CAST(%({index})b AS {column.type.compile(dialect=dialect)}[])"
+# How one column's values travel (``_encode``): a JSON array of scalars, a JSON array of JSON documents, or
+# psycopg's binary array of the bind-processed values.
+TEXT, DOCUMENT, ARRAY = "text", "document", "array"
+_SCALARS = (String, Integer, Boolean, DateTime, Date)
+
+
+def _encode(
+    params: dict[str, Any], name: str, column: Column[Any], values: list[Any], dialect: Dialect
+) -> str:
+    """Put the column's values into ``params[name]`` and say how they travel (a mode above)."""
+    processed = _array(column, values, dialect)
+    impl = column.type.dialect_impl(dialect)
+    if isinstance(impl, JSON) and all(value is not None for value in processed):
+        # The bind processor wrapped each document for psycopg (None there would be SQL NULL: not JSON).
+        params[name] = _json_array([value.obj for value in processed], jsoncodec.dumps_bytes).decode()
+        return DOCUMENT
+    if isinstance(impl, _SCALARS) and not isinstance(impl, JSON):
+        try:
+            # orjson writes str, int, bool, None and aware datetimes as Postgres reads them back; an
+            # integer past 64 bits (refused: TypeError) goes the binary way.
+            params[name] = orjson.dumps(processed).decode()
+            return TEXT
+        except TypeError:
+            pass
+    params[name] = processed
+    return ARRAY
+
+
+def _json_array(values: list[Any], dumps: Any) -> bytes:
+    """The JSON array of ``values``, each element as ``dumps`` writes it alone (as the column's bind
+    processing would have written it): orjson for the lot unless it refuses one, then element by element."""
+    try:
+        return orjson.dumps(values)
+    except TypeError:
+        return b"[" + b",".join(dumps(value) for value in values) + b"]"
+
+
+def _source(name: str, mode: str, column: Column[Any], dialect: Dialect) -> tuple[str, str]:
+    """The set-returning function that yields the column's values (one item of ``ROWS FROM``) and the
+    typed value of its output ``r.<name>``."""
+    type_ = column.type.compile(dialect=dialect)
+    if mode == ARRAY:
+        return f"unnest(CAST(%({name})b AS {type_}[]))", f"r.{name}"
+    function = "json_array_elements" if mode == DOCUMENT else "json_array_elements_text"
+    return f"{function}(CAST(%({name})s AS json))", f"CAST(r.{name} AS {type_})"
+
+
+def _rows_from(sources: Sequence[tuple[str, str, Column[Any]]], dialect: Dialect) -> str:
+    """``SELECT <typed values> FROM ROWS FROM (<one function per column>) AS r(<names>)`` over
+    (parameter name, mode, column) triples: the batch as rows of typed columns named as the parameters."""
+    made = [(name, *_source(name, mode, column, dialect)) for name, mode, column in sources]
+    values = ", ".join(f"{value} AS {name}" for name, _, value in made)
+    functions = ", ".join(function for _, function, _ in made)
+    return f"SELECT {values} FROM ROWS FROM ({functions}) AS r({', '.join(name for name, _, _ in made)})"
 
 
 def _upsert(table: Table, on_conflict: OnConflict | None, dialect: Dialect) -> Any:
@@ -200,15 +279,20 @@ def _upsert(table: Table, on_conflict: OnConflict | None, dialect: Dialect) -> A
     return statement.on_conflict_do_update(index_elements=list(on_conflict.keys), set_=set_)
 
 
-@lru_cache(maxsize=128)
+@lru_cache(maxsize=256)
 def _insert_sql(
-    table: Table, names: tuple[str, ...], on_conflict: OnConflict | None, dialect: Dialect
+    table: Table,
+    names: tuple[str, ...],
+    modes: tuple[str, ...],
+    on_conflict: OnConflict | None,
+    dialect: Dialect,
 ) -> str:
     quote = dialect.identifier_preparer.quote
-    arrays = ", ".join(_cast(f"c{i}", table.c[name], dialect) for i, name in enumerate(names))
+    sources = [(f"c{i}", mode, table.c[n]) for i, (n, mode) in enumerate(zip(names, modes, strict=True))]
+    rows = _rows_from(sources, dialect)
     columns = ", ".join(quote(name) for name in names)
     target = dialect.identifier_preparer.format_table(table)
-    sql = f"INSERT INTO {target} ({columns}) SELECT * FROM unnest({arrays})"
+    sql = f"INSERT INTO {target} ({columns}) {rows}"
     if on_conflict is None:
         return sql
     assignments = [f"{quote(n)} = {target}.{quote(n)} + EXCLUDED.{quote(n)}" for n in on_conflict.add]
@@ -217,28 +301,26 @@ def _insert_sql(
     return f"{sql} ON CONFLICT ({conflict}) DO UPDATE SET {', '.join(assignments)}"
 
 
-@lru_cache(maxsize=128)
+@lru_cache(maxsize=256)
 def _update_sql(
     table: Table,
     match: tuple[str, ...],
     keys: tuple[str, ...],
+    modes: tuple[str, ...],
     constants: tuple[tuple[str, str], ...],
     expressions: tuple[tuple[str, str], ...],
     dialect: Dialect,
 ) -> str:
     quote = dialect.identifier_preparer.quote
     target = dialect.identifier_preparer.format_table(table)
-    arrays = [_cast(f"m{i}", table.c[name], dialect) for i, name in enumerate(match)]
-    arrays += [_cast(f"c{i}", table.c[key], dialect) for i, key in enumerate(keys)]
-    aliases = [f"m{i}" for i in range(len(match))] + [f"c{i}" for i in range(len(keys))]
+    named = [(f"m{i}", table.c[name]) for i, name in enumerate(match)]
+    named += [(f"c{i}", table.c[key]) for i, key in enumerate(keys)]
+    rows = _rows_from([(n, mode, column) for (n, column), mode in zip(named, modes, strict=True)], dialect)
     assignments = [f"{quote(key)} = v.c{i}" for i, key in enumerate(keys)]
     assignments += [f"{quote(name)} = CAST(%(s{i})b AS {type_})" for i, (name, type_) in enumerate(constants)]
     assignments += [f"{quote(name)} = {sql}" for name, sql in expressions]
     where = " AND ".join(f"{target}.{quote(name)} = v.m{i}" for i, name in enumerate(match))
-    return (
-        f"UPDATE {target} SET {', '.join(assignments)} "
-        f"FROM unnest({', '.join(arrays)}) AS v({', '.join(aliases)}) WHERE {where}"
-    )
+    return f"UPDATE {target} SET {', '.join(assignments)} FROM ({rows}) AS v WHERE {where}"
 
 
 __all__ = ["OnConflict", "UpdateRow", "delete_rows", "insert_columns", "insert_rows", "update_rows"]

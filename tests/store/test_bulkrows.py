@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, insert, select
+from sqlalchemy import Engine, Text, cast, insert, select
 from sqlalchemy.exc import StatementError
 
 from federation.store.bulkrows import OnConflict, delete_rows, insert_columns, insert_rows, update_rows
@@ -193,3 +193,39 @@ def test_columns_of_unequal_length_are_refused_before_anything_is_sent(engine: E
     ):
         insert_columns(connection, LOG, {"revision": [1, 2], "event": ["ADDED"]})
     assert log.count == 0
+
+
+def test_values_orjson_refuses_or_writes_its_own_way_are_stored_as_the_executemany_stores_them(
+    engine: Engine,
+) -> None:
+    """On Postgres a column travels as one JSON array written by orjson; a document orjson refuses (a key
+    that is not a string, an integer past 64 bits) is written as the column's bind processing writes it.
+    Text past ASCII, control characters, quotes and microseconds come back as they went in."""
+    at = T0 + timedelta(microseconds=123456)
+    odd = {
+        "object": {1: "int key", "big": 2**70, "text": 'ü ☃ \x01 "q" \\ \u2028'},
+        "name": 'nämé "x" \t',
+        "previous_labels": {"app": "ü"},
+        "created_at": at,
+    }
+    plain = {"object": {"k": "v"}, "name": "plain", "previous_labels": None, "created_at": at}
+    with engine.begin() as connection:
+        insert_rows(connection, LOG, [_log_row(1, **odd), _log_row(2, **plain)])
+        connection.execute(insert(LOG), [_log_row(11, **odd), _log_row(12, **plain)])
+    with engine.connect() as connection:
+        texts = dict(connection.execute(select(LOG.c.revision, cast(LOG.c.object, Text))).all())
+    stored = {r["revision"]: r for r in _stored(engine, LOG, LOG.c.revision)}
+    for bulk, each in ((1, 11), (2, 12)):
+        assert {**stored[bulk], "revision": each} == stored[each]
+        assert texts[bulk] == texts[each]  # the json column keeps the text it was given: the same text
+    assert stored[1]["object"] == {"1": "int key", "big": 2**70, "text": 'ü ☃ \x01 "q" \\ \u2028'}
+    assert (stored[1]["name"], stored[1]["created_at"]) == ('nämé "x" \t', at)
+
+
+def test_an_update_matches_on_text_columns_whatever_their_characters(engine: Engine) -> None:
+    names = ["plain", 'quo"te', "back\\slash", "ünï", "com,ma {brace}"]
+    with engine.begin() as connection:
+        insert_rows(connection, LOG, [_log_row(n, name=name) for n, name in enumerate(names, 1)])
+        rows = [((name,), {"event": "MODIFIED"}) for name in names]
+        assert update_rows(connection, LOG, ("name",), rows) == len(names)
+    assert {r["event"] for r in _stored(engine, LOG, LOG.c.revision)} == {"MODIFIED"}
