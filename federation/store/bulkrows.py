@@ -9,9 +9,9 @@ the driver's own placeholder): in text format psycopg escapes every element of a
 expression, which for 1,000 change-log objects (JSON, full of quotes) cost seconds; binary needs no
 escaping. Where a column's values are plain JSON (text, integers, booleans, datetimes, JSON documents) they
 are sent instead as ONE JSON array per column, written by orjson in C and split by Postgres
-(``json_array_elements``): psycopg dumps a binary array element by element in Python, which was a third
-of the scheduler's write thread and of execution's Work writes. Other columns (bytes, floats, a value
-orjson refuses) keep the binary array. SQLAlchemy's own multi-VALUES paging
+(``json_array_elements``): psycopg dumps a binary array element by element in Python, on the thread that
+holds the GIL the scheduler's decisions need (bench_rebalance: the scheduler's pass 3-8% shorter). Other
+columns (bytes, floats, a value orjson refuses) keep the binary array. SQLAlchemy's own multi-VALUES paging
 (``insertmanyvalues``, which the psycopg dialect does not use without RETURNING) was no faster here.
 The batch writers (bindings, their target clusters, Works and their tombstones, the change log,
 decisions, failover history) write hundreds to thousands of rows per transaction.
