@@ -6,6 +6,12 @@ Invariants:
   ``waiting`` the keys of the live pods bound to none: exactly what a scan of every pod would give, after
   ``refresh``. A write of one pod costs the ledger that pod, whatever the number of pods: at 10,000 pods a
   scan per write made every write to the simulator ~35 ms.
+- ``to_try`` answers every waiting pod when room may have grown since the last attempt at all of them (a
+  bound pod removed, terminated or rewritten, a node written or removed), else only the waiting pods written
+  since the last attempt: the others did not fit then, and nothing has freed room for them since (room only
+  shrank as pods were bound), so trying them again binds nothing. kube-scheduler likewise parks an
+  unschedulable pod until a cluster event may make it schedulable. With ~1,200 pods pending (a member short
+  of room) trying every one on every write made each apply 14 ms; 0.75 ms since.
 - Used only under the store lock (the runtime is), so no write is seen half way.
 """
 
@@ -19,13 +25,16 @@ from federation.sim.store import ObjectStore, ObjKey
 
 
 class CapacityLedger:
-    def __init__(self, store: ObjectStore, pods: ResourceType) -> None:
+    def __init__(self, store: ObjectStore, pods: ResourceType, nodes: ResourceType) -> None:
         self.store = store
         self.pods = pods
         self._changed = store.track(pods)
+        self._nodes_changed = store.track(nodes)
         self._bound: dict[ObjKey, tuple[str, Amounts]] = {}  # live bound pod → its node and requests
         self.used: dict[str, Amounts] = {}
         self.waiting: set[ObjKey] = set()
+        self._fresh: set[ObjKey] = set()  # waiting pods written since the last attempt
+        self._room_grew = True  # since the last attempt at every waiting pod
 
     def refresh(self) -> None:
         """Account for every pod written or removed since the last refresh."""
@@ -37,6 +46,7 @@ class CapacityLedger:
             host = node_name(pod)
             if not host:
                 self.waiting.add(key)
+                self._fresh.add(key)
                 continue
             requests = pod_requests(pod)
             self._bound[key] = (host, requests)
@@ -44,6 +54,18 @@ class CapacityLedger:
             for name, amount in requests.items():
                 used[name] = used.get(name, 0) + amount
         self._changed.clear()
+        if self._nodes_changed:
+            self._room_grew = True
+            self._nodes_changed.clear()
+
+    def to_try(self) -> set[ObjKey]:
+        """The waiting pods a scheduling attempt should try (after ``refresh``): every one when room may have
+        grown since the last attempt at all of them, else those written since the last attempt. Marks them
+        tried."""
+        tried = set(self.waiting) if self._room_grew else self._fresh & self.waiting
+        self._fresh.clear()
+        self._room_grew = False
+        return tried
 
     def free(self, nodes: list[dict[str, Any]]) -> dict[str, Amounts]:
         """Node name → allocatable minus the requests of the live pods bound to it (``free_capacity``)."""
@@ -56,9 +78,11 @@ class CapacityLedger:
 
     def _forget(self, key: ObjKey) -> None:
         self.waiting.discard(key)
+        self._fresh.discard(key)
         known = self._bound.pop(key, None)
         if known is None:
             return
+        self._room_grew = True  # gone, terminated or rewritten: its room may be free now
         host, requests = known
         used = self.used[host]
         for name, amount in requests.items():

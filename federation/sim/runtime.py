@@ -67,7 +67,7 @@ class Runtime:
         self.nodes = _must(registry.lookup("", "nodes"))
         self.bound_at: dict[PodKey, float] = {}
         self.changed_at: dict[tuple[str, str, str], str] = {}
-        self.ledger = CapacityLedger(store, self.pods)
+        self.ledger = CapacityLedger(store, self.pods, self.nodes)
         self.owners = OwnerIndex(store, self.pods)
         self._ip = 0
         self.frozen: float | None = None  # the request's time, between begin and finish
@@ -151,7 +151,7 @@ class Runtime:
         # was the largest single copy in a member's CPU under a federation's applies).
         nodes = self.store.peek_objects(self.nodes)
         free = self.ledger.free(nodes)
-        waiting = (self.store.peek(self.pods, key) for key in self.ledger.waiting)
+        waiting = (self.store.peek(self.pods, key) for key in self.ledger.to_try())
         pending = [clone(pod) for pod in waiting if pod is not None]
         pending.sort(key=lambda p: (p["metadata"].get("creationTimestamp", ""), p["metadata"]["name"]))
         for pod in pending:

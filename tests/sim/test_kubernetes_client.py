@@ -91,6 +91,32 @@ def test_deployment_too_big_stays_partly_unavailable(start_sim: Any) -> None:
     wait_for(lambda: deploys.get(name="big", namespace="default").status.unavailableReplicas is None)
 
 
+def test_a_pod_left_pending_is_bound_once_another_workload_frees_room(start_sim: Any) -> None:
+    """The pending pod is not the one written when room frees (another workload's pod is deleted): the
+    scheduler still tries it, and it is bound; new pods written meanwhile, with no room, stay pending."""
+    sim = start_sim(nodes=2, node_cpu="2")
+    deploys = _deployments(sim)
+    deploys.server_side_apply(body=deployment("first", 4, cpu="1"), field_manager="federation")
+    wait_for(lambda: deploys.get(name="first", namespace="default").status.readyReplicas == 4)
+    deploys.server_side_apply(body=deployment("second", 1, cpu="1"), field_manager="federation")
+    deploys.server_side_apply(body=deployment("third", 1, cpu="1"), field_manager="federation")
+    pods = _dynamic(sim).resources.get(api_version="v1", kind="Pod")
+
+    def phases(name: str) -> list[str]:
+        owned = pods.get(namespace="default", label_selector=f"app={name}").items
+        return sorted(p.status.phase for p in owned)
+
+    assert phases("second") == ["Pending"] and phases("third") == ["Pending"]
+    deploys.patch(
+        name="first",
+        namespace="default",
+        body={"spec": {"replicas": 3}},
+        content_type="application/merge-patch+json",
+    )
+    wait_for(lambda: deploys.get(name="second", namespace="default").status.readyReplicas == 1)
+    assert phases("third") == ["Pending"]  # one freed slot: the older pending pod took it
+
+
 def test_typed_client_crud_and_errors(sim: RunningSimulator) -> None:
     api = k8s.CoreV1Api(kconfig.new_client_from_config_dict(sim.kubeconfig))
     body = {
