@@ -2,9 +2,12 @@
 LISTs the federation's status collection makes every 10 s (issue 12: at 10,000 bindings the simulator,
 not the federation, set the pace).
 
-One command: ``bench/bench_sim.py [--deployments 3000] [--per-namespace 20] [--lists 3] [--json]``.
+One command: ``bench/bench_sim.py [--deployments 3000] [--per-namespace 20] [--lists 3] [--nodes 20]
+[--node-pods 2000] [--json]``; ``--nodes 1 --node-pods 300`` measures a member short of room (most pods
+pending, as when a failover moves more replicas to a cluster than it can run).
 
-One simulator in this process (real socket, TLS, 20 nodes with room for every pod, pods ready at once),
+One simulator in this process (real socket, TLS, by default 20 nodes with room for every pod, pods ready at
+once),
 driven through ``KubernetesMemberClient`` (the official ``kubernetes`` client), as work sync and work status
 drive a member: server-side applies of 1-replica Deployments labelled ``karmada.io/managed=true``, 20 per
 namespace; then, ``--lists`` times, the work status LIST (``visit_labelled``, pages of 500) and the cluster
@@ -50,7 +53,12 @@ class _Pages:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     config = SimulatorConfig(
-        name="member1", nodes=20, node_cpu="400", node_memory="1600Gi", node_pods=2000, ready_delay=0.0
+        name="member1",
+        nodes=args.nodes,
+        node_cpu="400",
+        node_memory="1600Gi",
+        node_pods=args.node_pods,
+        ready_delay=0.0,
     )
     sim = run_simulator_in_thread(config)
     try:
@@ -77,6 +85,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         sim.sim.server.should_exit = True
     return {
         "deployments": args.deployments,
+        "pods_room": args.nodes * args.node_pods,
         "applies_seconds": round(sum(seconds), 2),
         "apply_ms_last_10_percent": round(1000 * statistics.mean(tail), 2),
         "list_deployments_seconds": lists,
@@ -91,6 +100,8 @@ def main() -> None:
     parser.add_argument("--deployments", type=int, default=3000)
     parser.add_argument("--per-namespace", type=int, default=20)
     parser.add_argument("--lists", type=int, default=3)
+    parser.add_argument("--nodes", type=int, default=20)
+    parser.add_argument("--node-pods", type=int, default=2000, help="pods each node has room for")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     result = run(args)
