@@ -143,7 +143,9 @@ class Runtime:
         self.schedule()
 
     def schedule(self) -> None:
-        """Bind every pending pod that fits, first-fit in creation order; mark the rest Unschedulable."""
+        """Bind every pending pod that fits, first-fit in creation order; mark the rest Unschedulable. The
+        pods tried are the ledger's ``to_try``: a pod that did not fit is tried again once room may have
+        grown, not on every write."""
         self.ledger.refresh()  # the pods written since the last call, not every pod
         if not self.ledger.waiting:
             return
