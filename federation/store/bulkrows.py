@@ -227,27 +227,32 @@ def _encode(
     impl = column.type.dialect_impl(dialect)
     if isinstance(impl, JSON) and all(value is not None for value in processed):
         # The bind processor wrapped each document for psycopg (None there would be SQL NULL: not JSON).
-        params[name] = _json_array([value.obj for value in processed], jsoncodec.dumps_bytes).decode()
+        params[name] = _documents_array([value.obj for value in processed])
         return DOCUMENT
-    if isinstance(impl, _SCALARS) and not isinstance(impl, JSON):
-        try:
-            # orjson writes str, int, bool, None and aware datetimes as Postgres reads them back; an
-            # integer past 64 bits (refused: TypeError) goes the binary way.
-            params[name] = orjson.dumps(processed).decode()
-            return TEXT
-        except TypeError:
-            pass
+    scalars = _scalars_array(processed) if isinstance(impl, _SCALARS) else None
+    if scalars is not None:
+        params[name] = scalars
+        return TEXT
     params[name] = processed
     return ARRAY
 
 
-def _json_array(values: list[Any], dumps: Any) -> bytes:
-    """The JSON array of ``values``, each element as ``dumps`` writes it alone (as the column's bind
-    processing would have written it): orjson for the lot unless it refuses one, then element by element."""
+def _scalars_array(values: list[Any]) -> str | None:
+    """The JSON array of bind-processed scalars: orjson writes str, int, bool, None and aware datetimes as
+    Postgres reads them back. None where orjson refuses one (an integer past 64 bits): the binary way."""
     try:
-        return orjson.dumps(values)
+        return orjson.dumps(values).decode()
     except TypeError:
-        return b"[" + b",".join(dumps(value) for value in values) + b"]"
+        return None
+
+
+def _documents_array(documents: list[Any]) -> str:
+    """The JSON array of ``documents``, each as the column's bind processing writes it alone
+    (``jsoncodec.dumps``): orjson for the lot unless it refuses one, then document by document."""
+    try:
+        return orjson.dumps(documents).decode()
+    except TypeError:
+        return "[" + ",".join(jsoncodec.dumps(document) for document in documents) + "]"
 
 
 def _source(name: str, mode: str, column: Column[Any], dialect: Dialect) -> tuple[str, str]:
