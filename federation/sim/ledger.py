@@ -28,6 +28,7 @@ class CapacityLedger:
     def __init__(self, store: ObjectStore, pods: ResourceType, nodes: ResourceType) -> None:
         self.store = store
         self.pods = pods
+        self.node_type = nodes
         self._changed = store.track(pods)
         self._nodes_changed = store.track(nodes)
         self._bound: dict[ObjKey, tuple[str, Amounts]] = {}  # live bound pod → its node and requests
@@ -35,6 +36,8 @@ class CapacityLedger:
         self.waiting: set[ObjKey] = set()
         self._fresh: set[ObjKey] = set()  # waiting pods written since the last attempt
         self._room_grew = True  # since the last attempt at every waiting pod
+        self._allocatable: dict[str, Amounts] = {}  # node name → its parsed allocatable
+        self._nodes: list[dict[str, Any]] | None = None  # the stored nodes in key order
 
     def refresh(self) -> None:
         """Account for every pod written or removed since the last refresh."""
@@ -56,6 +59,8 @@ class CapacityLedger:
         self._changed.clear()
         if self._nodes_changed:
             self._room_grew = True
+            self._allocatable.clear()
+            self._nodes = None
             self._nodes_changed.clear()
 
     def to_try(self) -> set[ObjKey]:
@@ -67,14 +72,26 @@ class CapacityLedger:
         self._room_grew = False
         return tried
 
+    def nodes(self) -> list[dict[str, Any]]:
+        """The stored nodes themselves, in key order (read, never changed or kept by the caller), listed
+        again only after a node was written or removed (``refresh``)."""
+        if self._nodes is None:
+            self._nodes = self.store.peek_objects(self.node_type)
+        return self._nodes
+
     def free(self, nodes: list[dict[str, Any]]) -> dict[str, Amounts]:
-        """Node name → allocatable minus the requests of the live pods bound to it (``free_capacity``)."""
-        free: dict[str, Amounts] = {}
-        for node in nodes:
-            name = node["metadata"]["name"]
-            allocatable, used = node_allocatable(node), self.used.get(name, {})
-            free[name] = {**allocatable, **{r: allocatable.get(r, 0) - a for r, a in used.items()}}
-        return free
+        """Node name → allocatable minus the requests of the live pods bound to it (``free_capacity``),
+        worked out for a node when first asked for: a first fit asks for the first nodes with room, not
+        for all of them (every node's room on every write was a seventh of a member's CPU)."""
+        return FreeRoom(self, {node["metadata"]["name"]: node for node in nodes})
+
+    def room(self, name: str, node: dict[str, Any]) -> Amounts:
+        """One node's free room, its allocatable parsed once per node write (``refresh`` forgets them)."""
+        allocatable = self._allocatable.get(name)
+        if allocatable is None:
+            allocatable = self._allocatable[name] = node_allocatable(node)
+        used = self.used.get(name, {})
+        return {**allocatable, **{r: allocatable.get(r, 0) - a for r, a in used.items()}}
 
     def _forget(self, key: ObjKey) -> None:
         self.waiting.discard(key)
@@ -87,3 +104,17 @@ class CapacityLedger:
         used = self.used[host]
         for name, amount in requests.items():
             used[name] -= amount
+
+
+class FreeRoom(dict[str, Amounts]):
+    """``CapacityLedger.free``'s answer: a node's room is computed on first lookup, then kept (a first fit
+    takes a bound pod's requests off it in place)."""
+
+    def __init__(self, ledger: CapacityLedger, nodes: dict[str, dict[str, Any]]) -> None:
+        super().__init__()
+        self._ledger = ledger
+        self._nodes = nodes
+
+    def __missing__(self, name: str) -> Amounts:
+        room = self[name] = self._ledger.room(name, self._nodes[name])
+        return room

@@ -150,8 +150,9 @@ class Runtime:
         if not self.ledger.waiting:
             return
         # Read, never changed or kept: the stored nodes themselves (a copy of every node for every apply
-        # was the largest single copy in a member's CPU under a federation's applies).
-        nodes = self.store.peek_objects(self.nodes)
+        # was the largest single copy in a member's CPU under a federation's applies), listed again only
+        # after a node write.
+        nodes = self.ledger.nodes()
         free = self.ledger.free(nodes)
         waiting = (self.store.peek(self.pods, key) for key in self.ledger.to_try())
         pending = [clone(pod) for pod in waiting if pod is not None]
