@@ -166,6 +166,8 @@ class MemberSettings(Section):
     request_timeout_seconds: float = Field(10.0, gt=0)
     probe_timeout_seconds: float = Field(5.0, gt=0)
     max_concurrency: int = Field(8, ge=1)
+    # Work sync: requests in flight to one member at a time (Works of one cluster applied side by side).
+    applies_in_flight_per_cluster: int = Field(4, ge=1)
     # Work status from a watch per member and kind (informers); false: a round of LISTs every interval.
     status_watch: bool = True
 

@@ -1,6 +1,6 @@
 """The scheduler's pass as a pipeline of batches: the next batch claimed ahead on a thread of its own
 (``NextBatch``) and each batch's write behind on worker threads (``BatchWrites``), while the pass decides the
-current batch on its own thread.
+current batch on its own thread. Work sync's pass uses the same two around its member I/O.
 
 Why: a batch is ~40 ms of deciding against a claim of a few round trips and a write of ~10; in sequence the
 pass waited on the database most of the time, while on Postgres the waits overlap the engine's work. On
@@ -37,9 +37,10 @@ class BatchWrites:
     included) is raised in the pass, by a later ``submit``, ``wait`` or the end of the ``with`` block. The
     worker threads start with the first write given to them."""
 
-    def __init__(self, *, overlap: bool, depth: int = 1) -> None:
+    def __init__(self, *, overlap: bool, depth: int = 1, thread_name: str = "scheduler-write") -> None:
         self._overlap = overlap
         self._depth = max(1, depth)
+        self._thread_name = thread_name
         self._pool: ThreadPoolExecutor | None = None
         self._futures: deque[Future[int]] = deque()
         self.written = 0
@@ -64,7 +65,7 @@ class BatchWrites:
             self.written += write(pending)
             return
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(self._depth, thread_name_prefix="scheduler-write")
+            self._pool = ThreadPoolExecutor(self._depth, thread_name_prefix=self._thread_name)
         self._futures.append(self._pool.submit(write, pending))
 
     def in_flight(self) -> bool:
@@ -92,9 +93,12 @@ class NextBatch(Generic[B]):
     started). A claim started is always taken by the pass, but when it raises: then its rows stay
     claimed until their lease runs out, as any pass that fails leaves its batch."""
 
-    def __init__(self, fetch: Callable[[], B], *, prefetch: bool) -> None:
+    def __init__(
+        self, fetch: Callable[[], B], *, prefetch: bool, thread_name: str = "scheduler-claim"
+    ) -> None:
         self._fetch = fetch
         self._prefetch = prefetch
+        self._thread_name = thread_name
         self._pool: ThreadPoolExecutor | None = None
         self._next: Future[B] | None = None
 
@@ -109,7 +113,7 @@ class NextBatch(Generic[B]):
         if not self._prefetch or self._next is not None:
             return
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(1, thread_name_prefix="scheduler-claim")
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix=self._thread_name)
         self._next = self._pool.submit(self._fetch)
 
     def take(self) -> B:
