@@ -132,6 +132,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--replicas", type=int, help="replicas per Deployment (default: --clusters)")
     parser.add_argument("--writers", type=int, default=8, help="client threads writing the Deployments")
     parser.add_argument(
+        "--member-latency-ms",
+        type=int,
+        default=0,
+        help="every member answers this much later (a member across a network; it holds up no other "
+        "request to that member)",
+    )
+    parser.add_argument(
         "--namespaces",
         type=int,
         help="spread the Deployments over this many namespaces, one PropagationPolicy each (default: one "

@@ -64,6 +64,7 @@ def pipeline_figures(bench: Bench, run: dict[str, Any]) -> dict[str, Any]:
         "replica_names": [r.name for r in bench.replicas],
         "replicas_per_deployment": args.replicas,
         "writers": args.writers,
+        "member_latency_ms": args.member_latency_ms,
         "namespaces": args.namespaces,
         "settings": list(args.setting),
         "timed_out": run["timed_out"],

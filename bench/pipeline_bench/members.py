@@ -79,13 +79,17 @@ class CountingApp:
 
 
 def member_main() -> None:
-    """Entry point of a member subprocess: ``NAME NODES NODE_PODS DIR``. One simulator (TLS, as the tests
-    run them) whose app is wrapped by a request counter; it writes ``DIR/NAME.kubeconfig.json`` once it
-    serves and ``DIR/NAME.counts.json`` twice a second."""
+    """Entry point of a member subprocess: ``NAME NODES NODE_PODS DIR [LATENCY_MS]``. One simulator (TLS, as
+    the tests run them) whose app is wrapped by a request counter; it writes ``DIR/NAME.kubeconfig.json``
+    once it serves and ``DIR/NAME.counts.json`` twice a second. ``LATENCY_MS`` delays every answer (a
+    member across a network; the simulator's own ``latency_ms``, which does not hold up other requests)."""
     from federation.sim import Simulator, SimulatorConfig
 
     name, nodes, node_pods, directory = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4])
-    config = SimulatorConfig(name=name, nodes=nodes, node_cpu="64", node_pods=node_pods, ready_delay=0.2)
+    latency_ms = int(sys.argv[5]) if len(sys.argv) > 5 else 0
+    config = SimulatorConfig(
+        name=name, nodes=nodes, node_cpu="64", node_pods=node_pods, ready_delay=0.2, latency_ms=latency_ms
+    )
     sim = Simulator(config)
     counter = RequestCounter()
     sim.server.config.app = CountingApp(sim.server.config.app, counter)
@@ -115,12 +119,15 @@ class Member:
     """One member cluster: a simulator in a process of its own (three in this process would share one
     GIL with the client threads, and their LISTs would starve each other's applies)."""
 
-    def __init__(self, name: str, pods: int, directory: Path) -> None:
+    def __init__(self, name: str, pods: int, directory: Path, latency_ms: int = 0) -> None:
         self.name = name
         self.directory = directory
         node_pods = 250
         nodes = max(2, math.ceil(pods * 1.5 / node_pods))  # room for half as many pods again
-        command = [*entry_command("members", "member_main"), name, str(nodes), str(node_pods), str(directory)]
+        command = [
+            *entry_command("members", "member_main"),
+            *(name, str(nodes), str(node_pods), str(directory), str(latency_ms)),
+        ]
         self.log_path = directory / f"{name}.log"
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)

@@ -106,7 +106,7 @@ class Bench:
     def start_members(self) -> None:
         per_member = self.args.bindings * self.args.replicas // self.args.clusters + 1
         for name in self.names:
-            self.members.append(Member(name, per_member, self.workdir))
+            self.members.append(Member(name, per_member, self.workdir, self.args.member_latency_ms))
         with self.client(self.replicas[0]) as http:
             for member in self.members:
                 body = {"name": member.name, "syncMode": "Push", "kubeconfig": member.kubeconfig()}
