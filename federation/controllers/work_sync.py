@@ -28,7 +28,9 @@ Invariants:
 
 from __future__ import annotations
 
+import functools
 import logging
+import threading
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -143,9 +145,11 @@ class WorkSync:
         record run on threads of their own while the member I/O goes on (``batch_pipeline``): in sequence
         the members waited for the database a fifth of the pass."""
         overlap = self.uow.is_postgres()
+        # Claims taken ahead on another thread are this pass's: renewed while it runs, forgotten after it.
+        claim = functools.partial(self._claim, threading.get_ident())
         with (
             BatchWrites(overlap=overlap, thread_name="work-sync-record") as records,
-            NextBatch(self._claim, prefetch=overlap, thread_name="work-sync-claim") as batches,
+            NextBatch(claim, prefetch=overlap, thread_name="work-sync-claim") as batches,
         ):
             tasks, gone = batches.take()
             while tasks:
@@ -161,11 +165,17 @@ class WorkSync:
 
     # -- claim -----------------------------------------------------------------------------------------
 
-    def _claim(self) -> tuple[list[SyncTask], set[str]]:
-        """Claimed Works as tasks, and the names of their clusters that no longer exist."""
+    def _claim(self, holder: int) -> tuple[list[SyncTask], set[str]]:
+        """Claimed Works as tasks, and the names of their clusters that no longer exist; the claims are
+        held for thread ``holder`` (the pass's)."""
         with self.uow() as session:
             claimed = claim_for_push(
-                session, self.identity, self.batch_size, self.clock.now(), self.claim_seconds
+                session,
+                self.identity,
+                self.batch_size,
+                self.clock.now(),
+                self.claim_seconds,
+                holder=holder,
             )
             # Views: a task's manifests are only read (``apply`` sends a copy of what it changes).
             works = WorkRepository(session).by_ids([c.id for c in claimed], shared=True)

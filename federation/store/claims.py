@@ -96,12 +96,15 @@ def claim(
     lease_seconds: float,
     *,
     where: Sequence[ColumnElement[bool]] = (),
+    holder: int | None = None,
 ) -> list[Claim]:
     """Claim up to ``limit`` rows needing work for ``owner`` until ``now + lease_seconds``.
 
-    ``where`` narrows the candidates further (conditions on ``table_of(table)``'s columns).
+    ``where`` narrows the candidates further (conditions on ``table_of(table)``'s columns); ``holder`` as
+    in ``claim_rows``.
     """
-    return [c for c, _ in claim_rows(session, table, owner, limit, now, lease_seconds, where=where)]
+    claimed = claim_rows(session, table, owner, limit, now, lease_seconds, where=where, holder=holder)
+    return [c for c, _ in claimed]
 
 
 # What a ``Claim`` holds, in its fields' order.

@@ -364,8 +364,15 @@ def _pull_clusters() -> Any:
 
 
 def claim_for_push(
-    session: Session, owner: str, limit: int, now: datetime, lease_seconds: float
+    session: Session,
+    owner: str,
+    limit: int,
+    now: datetime,
+    lease_seconds: float,
+    *,
+    holder: int | None = None,
 ) -> list[Claim]:
-    """``claims.claim`` for Works, restricted to Push-mode clusters (same statement shape and order)."""
+    """``claims.claim`` for Works, restricted to Push-mode clusters (same statement shape and order);
+    ``holder``: the thread whose pass holds the claims, when another thread claims for it."""
     push_only = table_of(WorkRow).c.cluster_name.not_in(_pull_clusters())
-    return claims.claim(session, WorkRow, owner, limit, now, lease_seconds, where=[push_only])
+    return claims.claim(session, WorkRow, owner, limit, now, lease_seconds, where=[push_only], holder=holder)

@@ -1,7 +1,8 @@
 """Work sync's pass as a pipeline (``batch_pipeline``), against a real simulator on both backends: a pass of
 several batches applies every Work once and records each once; on Postgres the records and the claims of the
 next batches run on threads of their own while a batch's member I/O goes on, on SQLite on the pass's thread
-in order; and a record that fails reaches the pass."""
+in order; and a record that fails reaches the pass, whose claims (those taken ahead included) are then
+forgotten with it."""
 
 from __future__ import annotations
 
@@ -11,9 +12,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
+from sqlalchemy import select
 
 from federation.controllers.work_sync import SyncResult, WorkSync
 from federation.sim import RunningSimulator
+from federation.store import claims
+from federation.store.tables import WorkRow
 from federation.store.works import WorkRepository
 from tests.controllers.test_execution_support import Harness, harness, member_object, nginx, start_sim
 
@@ -85,6 +89,17 @@ def test_a_record_that_fails_reaches_the_pass(
     harness.sync.batch_size = 2
     with pytest.raises(RuntimeError, match="went away"):
         harness.sync.reconcile()
+    # The runner forgets the pass's claims once its job returns (``forget_held`` on the pass's thread): the
+    # claims taken ahead on the claim thread are the pass's too, so none is renewed after it, and they
+    # run out as any failed pass's claims do.
+    claims.forget_held(harness.sync.identity)
+    ours = set(_work_ids(harness))
+    assert ours and not ours & set(claims.HOLDINGS.of(harness.sync.identity).get(WorkRow, []))
+
+
+def _work_ids(h: Harness) -> list[int]:
+    with h.uow() as session:
+        return list(session.scalars(select(WorkRow.id)))
 
 
 def _all_works(h: Harness) -> list[dict[str, Any]]:
