@@ -18,10 +18,11 @@ Invariants:
   applied; otherwise False `FullyAppliedFailed`. A binding that was never scheduled and has no Works is
   left alone (there is nothing to report yet).
 - The template's status (Deployment, StatefulSet) is the sum over the items (`status_interpreter`).
-- A batch's statuses are written by one UPDATE per table (`bulkflush`, each row checking the
-  resourceVersion it was read at). If that fails, each binding is written in a savepoint of its own: one
-  binding's failure (a malformed status, a race with the scheduler) is rolled back alone, backed off
-  (`RetryBook`) and said in a Warning event; the batch goes on.
+- A batch's statuses are written by one UPDATE per table, each row checking the resourceVersion it was read
+  at, as column values from Core rows (no ORM object per binding or template: ``binding_writes``,
+  ``status_writes``). If that fails, each binding is written in a savepoint of its own: one binding's
+  failure (a malformed status, a race with the scheduler) is rolled back alone, backed off (`RetryBook`)
+  and said in a Warning event; the batch goes on.
 - Status-only writes: `update_status` never bumps `generation`, never queues the detector or the
   scheduler, and nothing is written when the computed status equals the stored one.
 """
@@ -35,7 +36,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import or_, select
+from sqlalchemy import or_
 from sqlalchemy.orm import Session
 
 from federation.controllers import conditions, isolation, rendering
@@ -47,15 +48,14 @@ from federation.controllers.runtime import Clock, Outcome
 from federation.model.binding import CONDITION_FULLY_APPLIED
 from federation.model.status_interpreter import UNKNOWN, aggregate_template_status, aggregates
 from federation.model.work import CONDITION_APPLIED, ManifestIdentity, WorkStatusView
-from federation.store import bulkflush, probes
+from federation.store import binding_writes, probes, status_writes
 from federation.store.bindings import BindingRepository
 from federation.store.db import UnitOfWork
-from federation.store.dialect import among
 from federation.store.errors import Conflict
 from federation.store.events import InvolvedObject
 from federation.store.manifest import view
 from federation.store.repository import ObjectRepository
-from federation.store.tables import ResourceBindingRow, ResourceTemplateRow
+from federation.store.tables import ResourceTemplateRow
 from federation.store.works import WorkRepository
 
 log = logging.getLogger(__name__)
@@ -220,13 +220,15 @@ class BindingStatusController:
     def _aggregate_batch(self, ids: Sequence[int]) -> int:
         now = self.clock.now()
         with self.uow() as session:
-            rows = _binding_rows(session, ids)
+            # Core rows (the feed's own-write stamp besides what a GET renders), in id order.
+            rows = dict(sorted(binding_writes.read(session, ids, also=("content_updated_at",)).items()))
             # Views, not copies: nothing here mutates a manifest (the new statuses are new dicts that share
             # the unchanged parts; ``conditions.upsert`` copies what it keeps), and a batch's bindings and
             # templates are most of what a pass decodes.
             bindings = {binding_id: view(row) for binding_id, row in rows.items()}
             works = WorkRepository(session).status_views_for_binding_ids(list(bindings))
-            template_rows = _template_rows(session, [u for b in bindings.values() if (u := _template_uid(b))])
+            uids = [u for b in bindings.values() if (u := _template_uid(b))]
+            template_rows = status_writes.read_by_uids(session, ResourceTemplateRow, uids)
             templates = {uid: view(row) for uid, row in template_rows.items()}
             batch = functools.partial(
                 self._write_batch, session, rows, bindings, works, template_rows, templates, now
@@ -237,41 +239,38 @@ class BindingStatusController:
     def _write_batch(
         self,
         session: Session,
-        rows: Mapping[int, ResourceBindingRow],
+        rows: Mapping[int, Any],
         bindings: Mapping[int, Mapping[str, Any]],
         works: Mapping[int, Sequence[WorkStatusView]],
-        template_rows: Mapping[str, ResourceTemplateRow],
+        template_rows: Mapping[str, Any],
         templates: Mapping[str, Mapping[str, Any]],
         now: datetime,
     ) -> int:
-        """Every status of the batch by a few statements (``bulkflush``: one UPDATE per table, each row
-        checking the resourceVersion it was read at, so the scheduler's concurrent write is never lost: the
-        batch fails and ``_write_each`` takes over)."""
-        changed_bindings: list[ResourceBindingRow] = []
-        changed_templates: dict[int, ResourceTemplateRow] = {}
-        repo = BindingRepository(session)
+        """Every status of the batch by a few statements (one UPDATE per table, each row checking the
+        resourceVersion it was read at, so the scheduler's concurrent write is never lost: the batch fails
+        and ``_write_each`` takes over)."""
+        rewrites: list[binding_writes.Rewrite] = []
+        template_writes: dict[str, status_writes.StatusWrite] = {}
         for binding_id, binding in bindings.items():
             owned = works.get(binding_id, [])
             if not needs_status(binding, owned):
                 continue
             status = binding_status(binding, owned, now)
-            row = rows[binding_id]
             if status != (binding.get("status") or {}):
-                repo.objects(row.namespace).update_status_loaded(row, status, flush=False)
-                changed_bindings.append(row)
+                rewrites.append(binding_writes.Rewrite(rows[binding_id], {**binding, "status": status}))
             template = templates.get(_template_uid(binding))
             new = None if template is None else template_status(template, status["aggregatedStatus"])
             if template is not None and new is not None and new != (template.get("status") or {}):
-                template_row = template_rows[_template_uid(binding)]
-                objects = ObjectRepository(session, template_row.kind, template_row.api_version)
-                objects.update_status_loaded(template_row, new, flush=False)
-                changed_templates[template_row.id] = template_row
-        written = bulkflush.flush_rows(session, changed_bindings)
-        written += bulkflush.flush_rows(session, list(changed_templates.values()))
+                uid = _template_uid(binding)
+                template_writes[uid] = status_writes.StatusWrite(template_rows[uid], new)
+        stored = binding_writes.rewrite(session, rewrites, now)
+        status_writes.write(session, ResourceTemplateRow, list(template_writes.values()), now)
+        written = len(rewrites) + len(template_writes)
         # Our status writes move the bindings' resourceVersion (not their content stamp): the feed need not
         # hand them back while they are inside its window.
         self.bindings_feed.own(
-            (row.id, row.content_updated_at, row.resource_version) for row in changed_bindings
+            (r.stored.id, r.stored.content_updated_at, int(s["metadata"]["resourceVersion"]))
+            for r, s in zip(rewrites, stored, strict=True)
         )
         self.retries.succeeded(list(bindings))
         return written
@@ -358,22 +357,6 @@ def _write_template_status(
     repository = ObjectRepository(session, str(template["kind"]), str(template["apiVersion"]))
     repository.update_status(meta.get("namespace") or "", meta["name"], new)
     return 1
-
-
-def _binding_rows(session: Session, ids: Sequence[int]) -> dict[int, ResourceBindingRow]:
-    """id → binding row (both kinds), in id order; deleted ids are absent."""
-    if not ids:
-        return {}
-    statement = select(ResourceBindingRow).where(among(session, ResourceBindingRow.id, ids))
-    return {row.id: row for row in session.scalars(statement.order_by(ResourceBindingRow.id))}
-
-
-def _template_rows(session: Session, uids: Sequence[str]) -> dict[str, ResourceTemplateRow]:
-    """uid → template row; absent uids are missing."""
-    if not uids:
-        return {}
-    statement = select(ResourceTemplateRow).where(among(session, ResourceTemplateRow.uid, uids))
-    return {row.uid: row for row in session.scalars(statement)}
 
 
 def _template_uid(binding: Mapping[str, Any]) -> str:

@@ -30,7 +30,7 @@ from federation.controllers.runtime import Clock, Outcome
 from federation.model import failover
 from federation.model import propagation as detection
 from federation.model.policy import PropagationSpec
-from federation.store import bulkflush, claims
+from federation.store import binding_writes, bulkflush, claims
 from federation.store.bindings import BindingRepository
 from federation.store.db import UnitOfWork
 from federation.store.dialect import pairs_among
@@ -44,6 +44,7 @@ from federation.store.tables import (
     ResourceTemplateRow,
     table_of,
 )
+from federation.store.types import utcnow
 
 log = logging.getLogger(__name__)
 
@@ -248,19 +249,25 @@ class Planned:
 
 
 def _write_batch(session: Session, planned: Sequence[Planned], rows: Mapping[str, ResourceBindingRow]) -> int:
-    """Every planned binding by one flush: new bindings inserted by the ORM's batch INSERT, rewritten ones
-    by ``bulkflush`` (one UPDATE per shape). A name taken by a binding no template of ours owns is left
+    """Every planned binding by a few statements: new bindings inserted as column values
+    (``binding_writes.insert_new``), rewritten ones by ``bulkflush`` (one UPDATE per shape). A name taken by a binding no template of ours owns is left
     alone, as ``_create`` does. Raises on any failure (the caller writes one by one instead)."""
     creates = [p.action.binding for p in planned if p.action.verb == CREATE]
     taken = _taken_names(session, creates)
+    as_columns: list[dict[str, Any]] = []
     written = 0
     for binding in creates:
         meta = binding["metadata"]
         if (meta.get("namespace") or "", meta["name"]) in taken:
             _say_taken(meta)
             continue
-        _bindings(session, binding).create_pending(binding)
+        if binding_writes.insertable(binding):  # a new binding has no clusters yet: no child rows
+            as_columns.append(binding)
+        else:
+            _bindings(session, binding).create_pending(binding)
         written += 1
+    # The repositories' clock, as ``create_pending`` stamps a binding.
+    binding_writes.insert_new(session, as_columns, utcnow())
     replaced: list[ResourceBindingRow] = []
     with bulkflush.deferred_children(session) as children:
         for p in planned:

@@ -16,7 +16,9 @@ Invariants:
 - A Work is written only when its manifest statuses changed; the write merges them into the Work's
   *current* status (re-read in the writing transaction), so an ``Applied`` condition written meanwhile by
   work sync is never overwritten. A concurrent write makes the round's transaction fail as a whole; the
-  next round repeats it (collection is idempotent).
+  next round repeats it (collection is idempotent). The statuses go as column values from Core rows
+  (``status_writes``: no ORM object, no manifest hash recomputed); a Work without its binding's id
+  goes through the ORM, whose ``derive`` may find it.
 - A member object that is missing although its Work is applied (someone deleted it on the member) queues
   the Work for sync, which recreates it — Karmada's ``recreateResourceIfNeeded``.
 - The Works are not read whole every round: the collector keeps what a round needs of each applied Work
@@ -29,10 +31,12 @@ from __future__ import annotations
 
 import logging
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
+from sqlalchemy.orm import Session
 from sqlalchemy.orm.exc import StaleDataError
 
 from federation.controllers import rendering
@@ -56,7 +60,7 @@ from federation.members.client import MemberClient
 from federation.members.errors import MemberError
 from federation.members.informer import can_watch
 from federation.members.pool import run_concurrently
-from federation.store import bulkflush
+from federation.store import derive, status_writes
 from federation.store.applied_works import (
     WorkState,
     push_cluster_names,
@@ -67,7 +71,7 @@ from federation.store.applied_works import (
 from federation.store.db import UnitOfWork
 from federation.store.errors import Conflict
 from federation.store.tables import WorkRow
-from federation.store.works import WorkRepository, carries_secret
+from federation.store.works import WorkRepository
 
 log = logging.getLogger(__name__)
 
@@ -232,33 +236,39 @@ class WorkStatusCollector:
         return sightings.outcomes()
 
     def _write(self, changed: Sequence[Observed], missing: Sequence[int]) -> int:
-        """The changed manifest statuses by one UPDATE (``bulkflush``; a Work written since it was read
-        fails the round with ``Conflict``, retried next round), the missing objects queued for sync."""
+        """The changed manifest statuses by one UPDATE (``status_writes``, from Core rows; a Work written
+        since it was read fails the round with ``Conflict``, retried next round), the missing objects
+        queued for sync."""
         if not changed and not missing:
             return 0
         with self.uow() as session:
-            # Stamped by the injected clock, as every controller's writes are: the change feeds compare them.
+            now = self.clock.now()  # as every controller's writes are stamped: the change feeds compare them
             works = WorkRepository(session, clock=self.clock.now)
-            rows = works.rows_by_ids([o.work_id for o in changed] + list(missing))
-            written: list[WorkRow] = []
+            ids = [o.work_id for o in changed] + list(missing)
+            rows = status_writes.read_by_ids(session, WorkRow, ids, also=("binding_id",))
+            writes: list[status_writes.StatusWrite] = []
+            by_orm: dict[int, dict[str, Any]] = {}
             for seen in changed:
                 row = rows.get(seen.work_id)
                 if row is None or (row.metadata_extra or {}).get(rendering.DELETION_TIMESTAMP):
                     self._forget(seen.work_id)  # gone, or going: the next read says which
                     continue
                 status = {**(row.status or {}), "manifestStatuses": list(seen.statuses)}
-                if works.objects.update_status_loaded(row, status, flush=False):
-                    written.append(row)
-            try:
-                # A Work carrying a Secret stays with the ORM's flush, whose hooks seal its data.
-                bulkflush.flush_rows(session, [row for row in written if not carries_secret(row)])
-                session.flush()
-            except StaleDataError as exc:
-                raise Conflict(WORK_KIND, "", "", "a Work changed while its status was written") from exc
+                if status == row.status:
+                    continue
+                if row.binding_id is None:  # its write may find its binding (``derive``): the ORM's
+                    by_orm[row.id] = status
+                else:
+                    writes.append(status_writes.StatusWrite(row, status))
+            stored = status_writes.write(session, WorkRow, writes, now, derive.work_status_columns)
+            stamps = [
+                (w.stored.id, now, int(s["metadata"]["resourceVersion"]))
+                for w, s in zip(writes, stored, strict=True)
+            ]
+            stamps += self._write_by_orm(session, works, by_orm)
             for work_id in [i for i in missing if i not in rows]:
                 self._forget(work_id)  # deleted without a write we could have read
             works.mark_ids_need_sync([i for i in missing if i in rows])
-            stamps = [(row.id, row.updated_at, row.resource_version) for row in written]
         # Committed: what it wrote is what it tracks, and the feed need not hand these Works back.
         statuses = {o.work_id: o.statuses for o in changed}
         for work_id, _, _ in stamps:
@@ -269,3 +279,20 @@ class WorkStatusCollector:
                 )
         self.feed.own(stamps)
         return len(changed) + len(missing)
+
+    @staticmethod
+    def _write_by_orm(
+        session: Session, works: WorkRepository, statuses: Mapping[int, dict[str, Any]]
+    ) -> list[tuple[int, datetime, int]]:
+        """The statuses of Works the ORM writes (``derive`` may fill their binding's id in); their stamps."""
+        if not statuses:
+            return []
+        rows = works.rows_by_ids(list(statuses))
+        written = [
+            r for i, r in rows.items() if works.objects.update_status_loaded(r, statuses[i], flush=False)
+        ]
+        try:
+            session.flush()
+        except StaleDataError as exc:
+            raise Conflict(WORK_KIND, "", "", "a Work changed while its status was written") from exc
+        return [(row.id, row.updated_at, row.resource_version) for row in written]

@@ -1,4 +1,5 @@
-"""Bindings rewritten as column values, without ORM objects (the scheduler's and the rebalancer's batches).
+"""Bindings rewritten as column values, without ORM objects (the scheduler's, the rebalancer's and binding
+status's batches), and the detector's new bindings inserted so.
 
 Why: a rebalance reschedules a thousand bindings at once, each written twice (the rebalancer's trigger, then
 the scheduler's placement). Through the ORM every row was an instrumented object loaded with its target and
@@ -9,7 +10,8 @@ body is split into column values once, and a batch is a fixed handful of stateme
 
 Invariants:
 - The same row, target rows and change-log event as the ORM path (``replace_loaded`` and
-  ``update_status_loaded``, then ``bulkflush.flush_rows``): tests compare the two column by column.
+  ``update_status_loaded``, then ``bulkflush.flush_rows``; ``create`` for ``insert_new``): tests compare
+  the two column by column. ``insert_new`` takes only bindings without target or eviction-task rows.
   Generation: +1 when ``spec`` changes; ``content_updated_at`` moves when anything but the status changes;
   a ``spec`` change queues the scheduler (``claims.queue_values``); derived columns from
   ``derive.binding_columns``.
@@ -39,11 +41,12 @@ from sqlalchemy.orm import Session
 from sqlalchemy.orm.util import identity_key
 
 from federation.store import changelog, claims
-from federation.store.bulkrows import UpdateRow, insert_columns, update_rows
+from federation.store.bulkrows import UpdateRow, insert_columns, insert_rows, update_rows
 from federation.store.derive import binding_columns
 from federation.store.dialect import among, pairs_among
 from federation.store.errors import Conflict
-from federation.store.manifest import generation_content, split, view
+from federation.store.kinds import BINDING_API_VERSION
+from federation.store.manifest import generation_content, new_row_values, split, view
 from federation.store.tables import BindingTargetClusterRow, ResourceBindingRow, table_of
 
 # What ``rewrite`` reads of a stored binding: its id, version and every column a GET renders.
@@ -61,17 +64,65 @@ class Rewrite:
     manifest: Mapping[str, Any]
 
 
-def read(session: Session, ids: Iterable[int]) -> dict[int, Any]:
-    """The bindings with these row ids, as Core rows of ``COLUMNS`` (attributes by column name), by id:
-    one SELECT."""
+def read(session: Session, ids: Iterable[int], also: Sequence[str] = ()) -> dict[int, Any]:
+    """The bindings with these row ids, as Core rows of ``COLUMNS`` and the columns named in ``also``
+    (attributes by column name), by id: one SELECT."""
     t = table_of(ResourceBindingRow)
-    return {row.id: row for row in read_where(session, among(session, t.c.id, sorted(ids)))}
+    return {row.id: row for row in read_where(session, among(session, t.c.id, sorted(ids)), also)}
 
 
-def read_where(session: Session, condition: ColumnElement[bool]) -> list[Any]:
-    """The bindings matching ``condition``, as Core rows of ``COLUMNS``: one SELECT."""
+def read_where(session: Session, condition: ColumnElement[bool], also: Sequence[str] = ()) -> list[Any]:
+    """The bindings matching ``condition``, as Core rows of ``COLUMNS`` (and ``also``): one SELECT."""
     t = table_of(ResourceBindingRow)
-    return list(session.execute(select(*(t.c[name] for name in COLUMNS)).where(condition)))
+    return list(session.execute(select(*(t.c[name] for name in (*COLUMNS, *also))).where(condition)))
+
+
+def insertable(binding: Mapping[str, Any]) -> bool:
+    """Whether ``insert_new`` takes this binding: one without ``spec.clusters`` and eviction tasks (the
+    detector's new bindings), whose child rows would be the ORM path's to write."""
+    spec = binding.get("spec")
+    if not isinstance(spec, Mapping):
+        return True
+    return not spec.get("clusters") and not spec.get("gracefulEvictionTasks")
+
+
+def insert_new(session: Session, bindings: Sequence[Mapping[str, Any]], now: datetime) -> int:
+    """Insert new bindings (each ``insertable``) by one statement, with their ADDED events and revisions,
+    each queued for the scheduler as a create queues it; the bindings inserted. A duplicate name fails the
+    statement (``IntegrityError``). Takes ownership of the manifests' JSON."""
+    if not bindings:
+        return 0
+    with session.no_autoflush:  # an autoflush would write the caller's pending rows one by one
+        rows = [_new_row(binding, now) for binding in bindings]
+        added = [
+            changelog.Change(changelog.ADDED, view(SimpleNamespace(**row)), sealed=True)  # type: ignore[arg-type]
+            for row in rows
+        ]
+        for row, revision in zip(rows, changelog.record(session, added), strict=True):
+            row["resource_version"] = revision
+        insert_rows(session.connection(), table_of(ResourceBindingRow), rows)
+    return len(rows)
+
+
+def _new_row(binding: Mapping[str, Any], now: datetime) -> dict[str, Any]:
+    """The column values ``ObjectRepository.create`` gives a new binding (``derive`` included)."""
+    parts = split(binding, copy=False)
+    kind = "ResourceBinding" if parts.namespace else "ClusterResourceBinding"
+    if parts.kind and parts.kind != kind:
+        raise ValueError(f"kind: expected {kind}, got {parts.kind!r}")
+    if not parts.name:
+        raise ValueError(f"{kind} without metadata.name")
+    if not insertable(binding):
+        raise ValueError(f"{kind} {parts.namespace}/{parts.name} has target or eviction rows to write")
+    return {
+        **new_row_values(parts, kind, BINDING_API_VERSION, now),
+        "content_updated_at": now,
+        **binding_columns(parts.spec, parts.status, parts.labels),
+        # ``derive.mark_dirty(created=True)``: a new binding is queued for the scheduler.
+        "needs_scheduling": True,
+        "dirty_seq": 1,
+        "next_attempt_at": None,
+    }
 
 
 def next_generation(stored: Any, manifest: Mapping[str, Any]) -> int:
@@ -232,4 +283,13 @@ def _expire_loaded(session: Session, changed: Sequence[_Planned]) -> None:
             session.expire(loaded)
 
 
-__all__ = ["COLUMNS", "Rewrite", "next_generation", "read", "read_where", "rewrite"]
+__all__ = [
+    "COLUMNS",
+    "Rewrite",
+    "insert_new",
+    "insertable",
+    "next_generation",
+    "read",
+    "read_where",
+    "rewrite",
+]

@@ -271,8 +271,13 @@ def work_columns(namespace: str, spec: Any, status: Any, cluster_name: str | Non
     return {
         "cluster_name": cluster_name or "",
         "manifest_hash": manifest_hash(spec if isinstance(spec, Mapping) else {}),
-        "applied": condition_status(status, "Applied"),
+        **work_status_columns(status),
     }
+
+
+def work_status_columns(status: Any) -> dict[str, Any]:
+    """What a Work's status alone gives its row (a status-only write recomputes nothing else)."""
+    return {"applied": condition_status(status, "Applied")}
 
 
 def manifest_hash(spec: Mapping[str, Any]) -> str:

@@ -13,6 +13,7 @@ Invariants:
 from __future__ import annotations
 
 import functools
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -62,6 +63,29 @@ def split(obj: Mapping[str, Any], *, copy: bool = True) -> Parts:
         extra=clone({k: v for k, v in obj.items() if k not in _TOP_LEVEL}),
         resource_version=None if rv in (None, "") else str(rv),
     )
+
+
+def new_row_values(parts: Parts, kind: str, api_version: str, now: datetime) -> dict[str, Any]:
+    """The columns every new object's row starts with (``ObjectRepository.create``'s): a new uid, generation
+    1, the body's parts, both stamps ``now``; ``resource_version`` 0 until ``changelog.record`` draws it.
+    For the batch writers that insert column values (``work_writes``, ``binding_writes``)."""
+    return {
+        "uid": str(uuid.uuid4()),
+        "api_version": parts.api_version or api_version,
+        "kind": kind,
+        "namespace": parts.namespace,
+        "name": parts.name,
+        "resource_version": 0,
+        "generation": 1,
+        "labels": parts.labels,
+        "annotations": parts.annotations,
+        "metadata_extra": parts.metadata_extra,
+        "spec": parts.spec,
+        "status": parts.status,
+        "extra": parts.extra,
+        "created_at": now,
+        "updated_at": now,
+    }
 
 
 def generation_content(spec: Any, extra: Mapping[str, Any]) -> Any:

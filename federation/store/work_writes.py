@@ -24,7 +24,6 @@ Invariants:
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -41,7 +40,7 @@ from federation.store.derive import work_columns
 from federation.store.dialect import among
 from federation.store.errors import Conflict
 from federation.store.kinds import WORK_API_VERSION
-from federation.store.manifest import split, view
+from federation.store.manifest import new_row_values, split, view
 from federation.store.sealing import is_secret
 from federation.store.tables import WorkRow, table_of
 
@@ -95,21 +94,7 @@ def _values(work: Mapping[str, Any], binding_id: int | None, now: datetime) -> d
     if parts.kind != KIND:
         raise ValueError(f"kind: expected {KIND}, got {parts.kind!r}")
     return {
-        "uid": str(uuid.uuid4()),
-        "api_version": parts.api_version or WORK_API_VERSION,
-        "kind": KIND,
-        "namespace": parts.namespace,
-        "name": parts.name,
-        "resource_version": 0,  # the revision ``changelog.record`` draws
-        "generation": 1,
-        "labels": parts.labels,
-        "annotations": parts.annotations,
-        "metadata_extra": parts.metadata_extra,
-        "spec": parts.spec,
-        "status": parts.status,
-        "extra": parts.extra,
-        "created_at": now,
-        "updated_at": now,
+        **new_row_values(parts, KIND, WORK_API_VERSION, now),
         **work_columns(parts.namespace, parts.spec, parts.status),
         "binding_id": binding_id,
         # ``derive.mark_dirty(created=True)``: a new Work is queued for sync.

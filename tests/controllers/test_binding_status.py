@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 from sqlalchemy import select
-from sqlalchemy.orm.exc import StaleDataError
 
 from federation.controllers import binding_status as binding_status_module
 from federation.controllers.binding_status import (
@@ -20,6 +19,7 @@ from federation.controllers.binding_status import (
     template_status,
 )
 from federation.model.work import WorkStatusView
+from federation.store.errors import Conflict
 from federation.store.tables import ResourceBindingRow, ResourceTemplateRow
 from federation.store.works import WorkRepository
 from tests.controllers.test_execution_support import Harness, count_writes, harness, nginx
@@ -280,14 +280,14 @@ def test_a_failed_batch_write_falls_back_to_one_binding_at_a_time(
     harness: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     bindings = _scheduled(harness, 3)
-    real = binding_status_module.bulkflush.flush_rows
+    real = binding_status_module.binding_writes.rewrite
 
-    def stale_once(session: Any, rows: Any, *args: Any) -> int:
-        monkeypatch.setattr(binding_status_module.bulkflush, "flush_rows", real)
-        real(session, rows, *args)  # written, then refused as a lost race would be: rolled back
-        raise StaleDataError("a concurrent writer")
+    def stale_once(session: Any, rewrites: Any, *args: Any) -> Any:
+        monkeypatch.setattr(binding_status_module.binding_writes, "rewrite", real)
+        real(session, rewrites, *args)  # written, then refused as a lost race would be: rolled back
+        raise Conflict("ResourceBinding", "default", "b0", "a concurrent writer")
 
-    monkeypatch.setattr(binding_status_module.bulkflush, "flush_rows", stale_once)
+    monkeypatch.setattr(binding_status_module.binding_writes, "rewrite", stale_once)
     assert harness.status.reconcile().processed == 6
     for binding in bindings:
         current = harness.binding(binding)

@@ -12,7 +12,8 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import update
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
 
 from federation.members.client import KubernetesMemberClient
 from federation.members.errors import MemberError
@@ -83,6 +84,19 @@ def add_workloads(harness: Harness, sim: RunningSimulator) -> None:
             }
         )
         harness.add_binding(config, [{"name": "member1"}])
+
+
+def stale_statuses(harness: Harness, sim: RunningSimulator, session: Session) -> None:
+    """WORKLOADS Deployments applied with their statuses, then every stored status gone stale (written later
+    than the collector's last read with a new version, as a write would be)."""
+    harness.add_cluster("member1", sim)
+    for index in range(WORKLOADS):
+        template = harness.add_template(deployment(f"web{index:02d}", 1))
+        harness.add_binding(template, [{"name": "member1", "replicas": 1}])
+    harness.until(lambda: statuses_ready(harness, WORKLOADS), what="every Work applied with its statuses")
+    later = harness.clock.now() + timedelta(hours=1)
+    bumped = WorkRow.resource_version + 1
+    session.execute(update(WorkRow).values(status={}, updated_at=later, resource_version=bumped))
 
 
 def is_discovery(path: str) -> bool:
@@ -201,23 +215,28 @@ def test_the_collectors_own_status_writes_are_not_read_back(harness: Harness, si
 def test_a_round_writes_the_changed_statuses_by_a_fixed_number_of_statements(
     harness: Harness, sim: RunningSimulator
 ) -> None:
-    harness.add_cluster("member1", sim)
-    for index in range(WORKLOADS):
-        template = harness.add_template(deployment(f"web{index:02d}", 1))
-        harness.add_binding(template, [{"name": "member1", "replicas": 1}])
-    harness.until(lambda: statuses_ready(harness, WORKLOADS), what="every Work applied with its statuses")
-    # Every stored status goes stale (written later than the collector's last read with a new version, as a
-    # write would be).
     with harness.uow() as session:
-        later = harness.clock.now() + timedelta(hours=1)
-        bumped = WorkRow.resource_version + 1
-        session.execute(update(WorkRow).values(status={}, updated_at=later, resource_version=bumped))
+        stale_statuses(harness, sim, session)
     with count_statements(harness.engine) as log:
         assert harness.collector.reconcile().processed == WORKLOADS
     # Which Works were written since the last read, those Works, the Push clusters, the members'
     # credentials; the rows to write; their revisions, change-log rows and one executemany UPDATE.
     assert log.count == 4 + 1 + 3, "\n".join(log.statements)
     assert statuses_ready(harness, WORKLOADS)
+
+
+def test_a_work_without_its_bindings_id_is_written_by_the_orm_which_finds_it(
+    harness: Harness, sim: RunningSimulator
+) -> None:
+    """Statuses go as column values, but a Work whose binding id is not known yet (written before its
+    binding) goes through the ORM, whose ``derive`` looks its binding up: the write fills it in."""
+    with harness.uow() as session:
+        stale_statuses(harness, sim, session)
+        session.execute(update(WorkRow).where(WorkRow.name.like("web00-%")).values(binding_id=None))
+    assert harness.collector.reconcile().processed == WORKLOADS
+    assert statuses_ready(harness, WORKLOADS)
+    with harness.uow() as session:
+        assert None not in session.scalars(select(WorkRow.binding_id)).all()
 
 
 def test_a_member_that_refuses_to_be_watched_is_read_by_list_rounds_and_not_asked_again(

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from federation.store import BindingRepository, Conflict, binding_writes, bulkflush, objects
@@ -212,3 +213,57 @@ def test_an_eviction_task_change_is_refused_before_anything_is_written(session: 
     ):
         binding_writes.rewrite(session, [binding_writes.Rewrite(stored, evicted)], NOW)
     assert log.count == 0
+
+
+def _detected(name: str) -> dict[str, Any]:
+    """A new binding as the detector plans it: labels, an owner, no clusters."""
+    binding = make_binding(name, clusters=[])
+    binding["spec"].pop("clusters", None)
+    binding["metadata"]["labels"] = {"propagationpolicy.karmada.io/name": "pp", "app": "web"}
+    binding["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}]
+    return binding
+
+
+def test_a_new_binding_is_the_row_and_event_a_create_makes(session: Session) -> None:
+    objects(session, *RB, clock=lambda: NOW).create(_detected("by-orm"))
+    session.flush()
+    with count_statements(session.get_bind()) as log:
+        inserted = binding_writes.insert_new(session, [_detected("by-columns"), _detected("other")], NOW)
+    # The revisions, the change-log rows, one INSERT.
+    assert inserted == 2 and log.count == 3, log.statements
+    session.expire_all()
+    assert _columns(session, "by-columns") == _columns(session, "by-orm")
+    assert _columns(session, "by-columns")["needs_scheduling"] is True
+    assert _columns(session, "by-columns")["policy_key"] == "PropagationPolicy//pp"
+    assert _targets(session, "by-columns") == {}
+    orm_event, event = _last_event(session, "by-orm"), _last_event(session, "by-columns")
+    assert (
+        (event.event, event.previous_labels)
+        == (orm_event.event, orm_event.previous_labels)
+        == ("ADDED", None)
+    )
+    assert _comparable(event.object) == _comparable(orm_event.object)
+    assert event.object == objects(session, *RB).get("default", "by-columns")
+
+
+def test_only_a_binding_without_child_rows_is_inserted_as_columns(session: Session) -> None:
+    assert binding_writes.insertable(_detected("new"))
+    assert not binding_writes.insertable(make_binding("placed", clusters=OLD_CLUSTERS))
+    task = {"fromCluster": "member1", "reason": "TaintUntolerated", "producer": "taint-manager"}
+    evicting = _detected("evicting")
+    evicting["spec"]["gracefulEvictionTasks"] = [task]
+    assert not binding_writes.insertable(evicting)
+    with count_statements(session.get_bind()) as log, pytest.raises(ValueError, match="placed"):
+        binding_writes.insert_new(
+            session, [_detected("fine"), make_binding("placed", clusters=OLD_CLUSTERS)], NOW
+        )
+    assert log.count == 0
+
+
+def test_a_name_taken_fails_the_insert(session: Session) -> None:
+    binding_writes.insert_new(session, [_detected("twice")], NOW)
+    savepoint = session.begin_nested()
+    with pytest.raises(IntegrityError):
+        binding_writes.insert_new(session, [_detected("twice")], NOW)
+    savepoint.rollback()
+    assert objects(session, *RB).get("default", "twice")["metadata"]["generation"] == 1

@@ -1,0 +1,151 @@
+"""Status-only writes of objects read as Core rows, without ORM objects (binding status's template writes,
+work status's Work writes).
+
+Why: binding status writes a template's status (a Deployment's replicas summed over its members) for most
+of the bindings it aggregates, several times per workload while it rolls out, and work status a Work's
+manifest statuses as its members report them. Through the ORM each object was loaded as an instrumented
+object, its status copied into it, its derived columns recomputed from its whole body (a Work's manifest
+hash) and diffed back out by the flush; here an object is one Core row (``read_by_uids``, ``read_by_ids``)
+and a batch of status writes is a change-log insert and one UPDATE (the pattern of ``binding_writes`` for
+bindings).
+
+Invariants:
+- The same row and change-log event as ``ObjectRepository.update_status_loaded`` then
+  ``bulkflush.flush_rows``: ``status``, ``updated_at``, ``resource_version`` and the columns derived from
+  the status (``derived``: a Work's ``applied``; a template derives none) change, nothing else; tests
+  compare the two paths column by column. A caller whose rows derive more from a status write than
+  ``derived`` gives (a Work without its binding's id) leaves them to the ORM.
+- Each row's UPDATE checks the resourceVersion it was read at; a row changed (or gone) since raises
+  ``Conflict`` and the caller's transaction (or savepoint) must be rolled back.
+- The event is built from the stored columns, so it is logged as stored (``sealed``: a Secret's data is
+  already sealed there).
+- A status equal to the stored one writes nothing. ``write`` takes ownership of the statuses it is given.
+- Neither function autoflushes; a row this session had loaded as an ORM object is expired after the write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from types import SimpleNamespace
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+from sqlalchemy.orm.util import identity_key
+
+from federation.store import changelog
+from federation.store.bulkrows import UpdateRow, update_rows
+from federation.store.dialect import among
+from federation.store.errors import Conflict
+from federation.store.manifest import view
+from federation.store.tables import ObjectMixin, table_of
+
+# What ``read_by_uids`` reads: the id, the version and every column a GET renders.
+COLUMNS = ("id", "resource_version", *changelog.MANIFEST_ATTRIBUTES)
+
+
+@dataclass(frozen=True, slots=True)
+class StatusWrite:
+    """One object's new status; ``stored`` is its Core row as read (or any object with ``COLUMNS``)."""
+
+    stored: Any
+    status: Any
+
+
+def read_by_uids(session: Session, model: type[ObjectMixin], uids: Sequence[str]) -> dict[str, Any]:
+    """uid → Core row of ``COLUMNS`` of the objects of ``model``'s table with these uids (absent ones are
+    missing): one SELECT."""
+    if not uids:
+        return {}
+    t = table_of(model)
+    statement = select(*(t.c[name] for name in COLUMNS)).where(among(session, t.c.uid, sorted(set(uids))))
+    return {row.uid: row for row in session.execute(statement)}
+
+
+def read_by_ids(
+    session: Session, model: type[ObjectMixin], ids: Sequence[int], also: Sequence[str] = ()
+) -> dict[int, Any]:
+    """id → Core row of ``COLUMNS`` and ``also`` of the objects of ``model``'s table with these row ids
+    (absent ones are missing): one SELECT."""
+    if not ids:
+        return {}
+    t = table_of(model)
+    names = (*COLUMNS, *also)
+    statement = select(*(t.c[name] for name in names)).where(among(session, t.c.id, sorted(set(ids))))
+    return {row.id: row for row in session.execute(statement)}
+
+
+def write(
+    session: Session,
+    model: type[ObjectMixin],
+    writes: Sequence[StatusWrite],
+    now: datetime,
+    derived: Callable[[Any], dict[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
+    """Store each object's new status at its own new revision with its MODIFIED event; the objects as
+    stored (views), in order. ``derived``: the columns a status gives the row (the same keys for every
+    status). ``Conflict`` if a row moved since it was read."""
+    with session.no_autoflush:
+        changed = [w for w in writes if w.status != w.stored.status]
+        columns = [_columns(w, now) for w in changed]
+        derived_values = [derived(w.status) if derived else {} for w in changed]
+        if changed:
+            changes = [
+                changelog.Change(changelog.MODIFIED, view(SimpleNamespace(**c)), sealed=True)  # type: ignore[arg-type]
+                for c in columns
+            ]
+            for c, revision in zip(columns, changelog.record(session, changes), strict=True):
+                c["resource_version"] = revision
+            _update(session, model, changed, columns, derived_values)
+            _expire_loaded(session, model, changed)
+        after = {id(w): c for w, c in zip(changed, columns, strict=True)}
+        return [
+            view(SimpleNamespace(**after.get(id(w), {n: getattr(w.stored, n) for n in COLUMNS})))  # type: ignore[arg-type]
+            for w in writes
+        ]
+
+
+def _columns(given: StatusWrite, now: datetime) -> dict[str, Any]:
+    columns = {name: getattr(given.stored, name) for name in COLUMNS}
+    columns.update(status=given.status, updated_at=now)
+    return columns
+
+
+def _update(
+    session: Session,
+    model: type[ObjectMixin],
+    changed: Sequence[StatusWrite],
+    columns: Sequence[dict[str, Any]],
+    derived: Sequence[dict[str, Any]],
+) -> None:
+    rows: list[UpdateRow] = [
+        (
+            (w.stored.id, w.stored.resource_version),
+            {
+                "status": c["status"],
+                "updated_at": c["updated_at"],
+                "resource_version": c["resource_version"],
+                **d,
+            },
+        )
+        for w, c, d in zip(changed, columns, derived, strict=True)
+    ]
+    matched = update_rows(session.connection(), table_of(model), ("id", "resource_version"), rows)
+    if matched != len(rows):
+        stored = changed[0].stored  # which row moved is not told: the batch is retried as a whole
+        raise Conflict(
+            stored.kind, stored.namespace, stored.name, "an object changed while its status was written"
+        )
+
+
+def _expire_loaded(session: Session, model: type[ObjectMixin], changed: Sequence[StatusWrite]) -> None:
+    """A row this session had loaded no longer says what the database holds."""
+    for w in changed:
+        loaded = session.identity_map.get(identity_key(model, w.stored.id))
+        if loaded is not None:
+            session.expire(loaded)
+
+
+__all__ = ["COLUMNS", "StatusWrite", "read_by_ids", "read_by_uids", "write"]
