@@ -250,8 +250,9 @@ class Planned:
 
 def _write_batch(session: Session, planned: Sequence[Planned], rows: Mapping[str, ResourceBindingRow]) -> int:
     """Every planned binding by a few statements: new bindings inserted as column values
-    (``binding_writes.insert_new``), rewritten ones by ``bulkflush`` (one UPDATE per shape). A name taken by a binding no template of ours owns is left
-    alone, as ``_create`` does. Raises on any failure (the caller writes one by one instead)."""
+    (``binding_writes.insert_new``), rewritten ones by ``bulkflush`` (one UPDATE per shape). A name taken
+    by a binding no template of ours owns is left alone, as ``_create`` does. Raises on any failure (the
+    caller writes one by one instead)."""
     creates = [p.action.binding for p in planned if p.action.verb == CREATE]
     taken = _taken_names(session, creates)
     as_columns: list[dict[str, Any]] = []

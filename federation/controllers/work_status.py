@@ -17,8 +17,7 @@ Invariants:
   *current* status (re-read in the writing transaction), so an ``Applied`` condition written meanwhile by
   work sync is never overwritten. A concurrent write makes the round's transaction fail as a whole; the
   next round repeats it (collection is idempotent). The statuses go as column values from Core rows
-  (``status_writes``: no ORM object, no manifest hash recomputed); a Work without its binding's id
-  goes through the ORM, whose ``derive`` may find it.
+  (``status_writes.write_works``: no ORM object, no manifest hash recomputed).
 - A member object that is missing although its Work is applied (someone deleted it on the member) queues
   the Work for sync, which recreates it — Karmada's ``recreateResourceIfNeeded``.
 - The Works are not read whole every round: the collector keeps what a round needs of each applied Work
@@ -31,13 +30,10 @@ from __future__ import annotations
 
 import logging
 from collections import Counter, defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
-
-from sqlalchemy.orm import Session
-from sqlalchemy.orm.exc import StaleDataError
 
 from federation.controllers import rendering
 from federation.controllers.change_feed import ChangeFeed
@@ -60,7 +56,7 @@ from federation.members.client import MemberClient
 from federation.members.errors import MemberError
 from federation.members.informer import can_watch
 from federation.members.pool import run_concurrently
-from federation.store import derive, status_writes
+from federation.store import status_writes
 from federation.store.applied_works import (
     WorkState,
     push_cluster_names,
@@ -70,7 +66,6 @@ from federation.store.applied_works import (
 )
 from federation.store.db import UnitOfWork
 from federation.store.errors import Conflict
-from federation.store.tables import WorkRow
 from federation.store.works import WorkRepository
 
 log = logging.getLogger(__name__)
@@ -244,28 +239,15 @@ class WorkStatusCollector:
         with self.uow() as session:
             now = self.clock.now()  # as every controller's writes are stamped: the change feeds compare them
             works = WorkRepository(session, clock=self.clock.now)
-            ids = [o.work_id for o in changed] + list(missing)
-            rows = status_writes.read_by_ids(session, WorkRow, ids, also=("binding_id",))
-            writes: list[status_writes.StatusWrite] = []
-            by_orm: dict[int, dict[str, Any]] = {}
+            rows = status_writes.read_works(session, [o.work_id for o in changed] + list(missing))
+            new_statuses: dict[int, dict[str, Any]] = {}
             for seen in changed:
                 row = rows.get(seen.work_id)
                 if row is None or (row.metadata_extra or {}).get(rendering.DELETION_TIMESTAMP):
                     self._forget(seen.work_id)  # gone, or going: the next read says which
                     continue
-                status = {**(row.status or {}), "manifestStatuses": list(seen.statuses)}
-                if status == row.status:
-                    continue
-                if row.binding_id is None:  # its write may find its binding (``derive``): the ORM's
-                    by_orm[row.id] = status
-                else:
-                    writes.append(status_writes.StatusWrite(row, status))
-            stored = status_writes.write(session, WorkRow, writes, now, derive.work_status_columns)
-            stamps = [
-                (w.stored.id, now, int(s["metadata"]["resourceVersion"]))
-                for w, s in zip(writes, stored, strict=True)
-            ]
-            stamps += self._write_by_orm(session, works, by_orm)
+                new_statuses[row.id] = {**(row.status or {}), "manifestStatuses": list(seen.statuses)}
+            stamps = status_writes.write_works(session, rows, new_statuses, now)
             for work_id in [i for i in missing if i not in rows]:
                 self._forget(work_id)  # deleted without a write we could have read
             works.mark_ids_need_sync([i for i in missing if i in rows])
@@ -279,20 +261,3 @@ class WorkStatusCollector:
                 )
         self.feed.own(stamps)
         return len(changed) + len(missing)
-
-    @staticmethod
-    def _write_by_orm(
-        session: Session, works: WorkRepository, statuses: Mapping[int, dict[str, Any]]
-    ) -> list[tuple[int, datetime, int]]:
-        """The statuses of Works the ORM writes (``derive`` may fill their binding's id in); their stamps."""
-        if not statuses:
-            return []
-        rows = works.rows_by_ids(list(statuses))
-        written = [
-            r for i, r in rows.items() if works.objects.update_status_loaded(r, statuses[i], flush=False)
-        ]
-        try:
-            session.flush()
-        except StaleDataError as exc:
-            raise Conflict(WORK_KIND, "", "", "a Work changed while its status was written") from exc
-        return [(row.id, row.updated_at, row.resource_version) for row in written]

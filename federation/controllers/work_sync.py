@@ -52,7 +52,7 @@ from federation.members.errors import MemberError
 from federation.members.pool import run_concurrently
 from federation.model.status_interpreter import manifest_status
 from federation.model.work import CONDITION_APPLIED, CONDITION_DISPATCHING
-from federation.store import bulkflush, changelog, claims, probes
+from federation.store import changelog, claims, probes, status_writes
 from federation.store.claims import Claim
 from federation.store.db import UnitOfWork
 from federation.store.derive import parse_timestamp
@@ -61,7 +61,7 @@ from federation.store.errors import Conflict
 from federation.store.events import EventEntry, EventRepository, InvolvedObject
 from federation.store.manifest import view
 from federation.store.tables import ClusterRow, WorkRow
-from federation.store.works import WorkRepository, carries_secret, claim_for_push
+from federation.store.works import WorkRepository, claim_for_push
 
 log = logging.getLogger(__name__)
 
@@ -243,14 +243,14 @@ class WorkSync:
         return len(results)
 
     def _record_batch(self, results: Sequence[SyncResult], now: datetime) -> bool:
-        """Every outcome in one transaction: statuses by one UPDATE (``bulkflush``: each row checks the
-        resourceVersion it was read at), deletions by one DELETE, claims by one UPDATE per retry time.
-        False, with nothing written, when a Work changed meanwhile (the status collector wrote it)."""
+        """Every outcome in one transaction: statuses by one UPDATE (``status_writes.write_works``, from
+        Core rows: each row checks the resourceVersion it was read at), deletions by one DELETE, claims by
+        one UPDATE per retry time. False, with nothing written, when a Work changed meanwhile (the status
+        collector wrote it)."""
         try:
             with self.uow() as session:
-                works = WorkRepository(session, clock=self.clock.now)
-                rows = works.rows_by_ids([r.task.claim.id for r in results])
-                changed: list[WorkRow] = []
+                rows = status_writes.read_works(session, [r.task.claim.id for r in results])
+                statuses: dict[int, Any] = {}
                 deleted: list[int] = []
                 releases: dict[datetime | None, list[Claim]] = defaultdict(list)
                 for result in results:
@@ -260,14 +260,11 @@ class WorkSync:
                     outcome = self._outcome(view(row), result, now)  # builds a new status; reads the row
                     if outcome.delete:
                         deleted.append(row.id)
-                    elif outcome.status is not None and works.objects.update_status_loaded(
-                        row, outcome.status, flush=False
-                    ):
-                        changed.append(row)
+                    elif outcome.status is not None:
+                        statuses[row.id] = outcome.status
                     releases[outcome.retry_at].append(result.task.claim)
-                # A Work carrying a Secret stays with the ORM's flush, whose hooks seal its data.
-                bulkflush.flush_rows(session, [row for row in changed if not carries_secret(row)])
-                session.flush()
+                # Stamped by the injected clock, as every controller write is (the change feeds compare them).
+                status_writes.write_works(session, rows, statuses, self.clock.now())
                 if deleted:
                     changelog.delete_returning(session, WorkRow, among(session, WorkRow.id, deleted))
                 for retry_at, claimed in releases.items():

@@ -25,7 +25,7 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from types import SimpleNamespace
@@ -33,14 +33,18 @@ from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
+from sqlalchemy.orm.exc import StaleDataError
 from sqlalchemy.orm.util import identity_key
 
 from federation.store import changelog
 from federation.store.bulkrows import UpdateRow, update_rows
+from federation.store.derive import work_status_columns
 from federation.store.dialect import among
 from federation.store.errors import Conflict
+from federation.store.kinds import WORK_API_VERSION
 from federation.store.manifest import view
-from federation.store.tables import ObjectMixin, table_of
+from federation.store.repository import ObjectRepository
+from federation.store.tables import ObjectMixin, WorkRow, table_of
 
 # What ``read_by_uids`` reads: the id, the version and every column a GET renders.
 COLUMNS = ("id", "resource_version", *changelog.MANIFEST_ATTRIBUTES)
@@ -148,4 +152,44 @@ def _expire_loaded(session: Session, model: type[ObjectMixin], changed: Sequence
             session.expire(loaded)
 
 
-__all__ = ["COLUMNS", "StatusWrite", "read_by_ids", "read_by_uids", "write"]
+# -- Works: work sync's and work status's writes -------------------------------------------------------
+
+
+def read_works(session: Session, ids: Sequence[int]) -> dict[int, Any]:
+    """id → the Works as ``write_works`` takes them (Core rows of ``COLUMNS`` and ``binding_id``)."""
+    return read_by_ids(session, WorkRow, ids, also=("binding_id",))
+
+
+def write_works(
+    session: Session, rows: Mapping[int, Any], statuses: Mapping[int, Any], now: datetime
+) -> list[tuple[int, datetime, int]]:
+    """Each Work's new status (row id → status, of ``rows`` as ``read_works`` read them), ``applied``
+    derived; (id, updated_at, resourceVersion) of each Work written. A Work without its binding's id goes
+    through the ORM, whose ``derive`` may find it. ``Conflict`` if a Work moved since it was read."""
+    by_columns = [StatusWrite(rows[i], s) for i, s in statuses.items() if rows[i].binding_id is not None]
+    stored = write(session, WorkRow, by_columns, now, work_status_columns)
+    stamps = [
+        (w.stored.id, now, int(v["metadata"]["resourceVersion"]))
+        for w, v in zip(by_columns, stored, strict=True)
+        if w.status != w.stored.status
+    ]
+    by_orm = {i: s for i, s in statuses.items() if rows[i].binding_id is None}
+    return stamps + _write_works_by_orm(session, by_orm, now)
+
+
+def _write_works_by_orm(
+    session: Session, statuses: Mapping[int, Any], now: datetime
+) -> list[tuple[int, datetime, int]]:
+    if not statuses:
+        return []
+    objects = ObjectRepository(session, "Work", WORK_API_VERSION, clock=lambda: now)
+    loaded = session.scalars(select(WorkRow).where(among(session, WorkRow.id, sorted(statuses))))
+    written = [row for row in loaded if objects.update_status_loaded(row, statuses[row.id], flush=False)]
+    try:
+        session.flush()
+    except StaleDataError as exc:
+        raise Conflict("Work", "", "", "a Work changed while its status was written") from exc
+    return [(row.id, row.updated_at, row.resource_version) for row in written]
+
+
+__all__ = ["COLUMNS", "StatusWrite", "read_by_ids", "read_by_uids", "read_works", "write", "write_works"]

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from federation.controllers.work_sync import SyncResult, WorkSync
 from federation.sim import RunningSimulator
@@ -20,6 +20,7 @@ from federation.store import claims
 from federation.store.tables import WorkRow
 from federation.store.works import WorkRepository
 from tests.controllers.test_execution_support import Harness, harness, member_object, nginx, start_sim
+from tests.store.support import count_statements
 
 __all__ = ["harness", "start_sim"]  # fixtures, re-exported for pytest
 
@@ -106,3 +107,31 @@ def _all_works(h: Harness) -> list[dict[str, Any]]:
     with h.uow() as session:
         rows, _ = WorkRepository(session).objects.list()
     return list(rows)
+
+
+def test_a_batchs_record_is_a_fixed_handful_of_statements_whatever_its_size(
+    harness: Harness, start_sim: StartSim, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The statuses go as column values (``status_writes.write_works``): reading the Works, their revisions
+    and change-log rows, one UPDATE, the claims' release; no statement per Work."""
+    _queue_works(harness, start_sim)
+    captured: list[SyncResult] = []
+    record = WorkSync._record_batch
+
+    def capturing(self: WorkSync, results: Sequence[SyncResult], now: Any) -> bool:
+        captured.extend(results)
+        return record(self, results, now)
+
+    monkeypatch.setattr(WorkSync, "_record_batch", capturing)
+    assert harness.sync.reconcile().processed == WORKLOADS
+    counts = []
+    for results in (captured[:2], captured):
+        with harness.uow() as session:  # every Work's status to write again
+            session.execute(update(WorkRow).values(status={}, resource_version=WorkRow.resource_version + 1))
+        with count_statements(harness.engine) as log:
+            assert record(harness.sync, results, harness.clock.now())
+        counts.append(log.count)
+    # Postgres releases the claims by one statement, SQLite by two.
+    assert counts == ([5, 5] if harness.uow.is_postgres() else [6, 6]), (counts, log.statements)
+    works = _all_works(harness)
+    assert all(_applied(w) for w in works)
