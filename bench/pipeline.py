@@ -83,6 +83,10 @@ job method that labels each statement with the controller that ran it and adds u
 CPU; ``serve`` starts its controller process through it too (``CHILD_COMMAND``), which counts into a file of
 its own. Transaction control (BEGIN/COMMIT/SAVEPOINT/RELEASE) is left out, as in ``bench_failover.py``.
 
+``environment`` names the machine, Python, Postgres and the code under test: ``commit`` (and
+``uncommitted_changes``) of the tree whose ``federation`` the servers import, ``code_root``, so an anchor
+run from another checkout (``PYTHONPATH=<checkout>``) names the anchor; ``bench_commit`` is this script's.
+
 This file is the command line; the benchmark is in ``pipeline_bench/`` beside it (its ``__init__`` says
 which module does what).
 """

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import importlib.util
 import os
 import platform
 import shutil
@@ -246,10 +247,22 @@ def heap_figures(run: dict[str, Any]) -> dict[str, Any]:
     return {"before": short[0], "after": short[1]}
 
 
+def _git(root: Path, *command: str) -> str:
+    return subprocess.run(["git", *command], cwd=root, capture_output=True, text=True).stdout.strip()
+
+
+def code_under_test() -> Path:
+    """The tree whose ``federation`` the servers import (they inherit this process's ``PYTHONPATH``): an
+    anchor run from another checkout names that checkout's commit, not this script's."""
+    spec = importlib.util.find_spec("federation")
+    origin = spec.origin if spec is not None else None
+    return Path(origin).resolve().parents[1] if origin else Path(__file__).resolve().parents[2]
+
+
 def environment(args: argparse.Namespace) -> dict[str, Any]:
-    root = Path(__file__).resolve().parents[2]  # the repository (bench/pipeline_bench/run.py)
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True).stdout
-    dirty = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True).stdout
+    root = code_under_test()
+    bench_root = Path(__file__).resolve().parents[2]  # the repository of this script
+    commit, dirty = _git(root, "rev-parse", "HEAD"), _git(root, "status", "--porcelain")
     with admin_connection(args.pg_admin_url) as conn:
         row = conn.execute("SHOW server_version").fetchone()
         # Off on some development servers: the tables then bloat and never get statistics, which changes
@@ -263,8 +276,10 @@ def environment(args: argparse.Namespace) -> dict[str, Any]:
         "python": platform.python_version(),
         "postgres": row[0] if row else "?",
         "postgres_autovacuum": vacuum[0] if vacuum else "?",
-        "commit": commit.strip(),
-        "uncommitted_changes": bool(dirty.strip()),
+        "commit": commit,
+        "uncommitted_changes": bool(dirty),
+        "code_root": str(root),
+        "bench_commit": _git(bench_root, "rev-parse", "HEAD"),
     }
 
 
