@@ -40,7 +40,6 @@ from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
-from sqlalchemy.orm.exc import StaleDataError
 
 from federation.controllers import conditions, isolation, rendering
 from federation.controllers.batch_pipeline import BatchWrites, NextBatch
@@ -270,7 +269,7 @@ class WorkSync:
                 for retry_at, claimed in releases.items():
                     done = retry_at is None
                     claims.release(session, WorkRow, claimed, self.identity, done=done, retry_at=retry_at)
-        except (Conflict, StaleDataError) as lost:
+        except Conflict as lost:
             log.info("work sync: %s; recording the batch's outcomes one by one", lost)
             return False
         return True

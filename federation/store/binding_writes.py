@@ -38,9 +38,8 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, select
 from sqlalchemy.orm import Session
-from sqlalchemy.orm.util import identity_key
 
-from federation.store import changelog, claims
+from federation.store import bulkflush, changelog, claims
 from federation.store.bulkrows import UpdateRow, insert_columns, insert_rows, update_rows
 from federation.store.derive import binding_columns
 from federation.store.dialect import among, pairs_among
@@ -157,7 +156,7 @@ def rewrite(session: Session, rewrites: Sequence[Rewrite], now: datetime) -> lis
             _write_targets(session, changed)
             _log(session, changed)
             _update(session, changed)
-            _expire_loaded(session, changed)
+            bulkflush.expire_loaded(session, ResourceBindingRow, (p.rewrite.stored.id for p in changed))
         return [view(SimpleNamespace(**p.columns)) for p in planned]  # type: ignore[arg-type]
 
 
@@ -273,14 +272,6 @@ def _update(session: Session, changed: Sequence[_Planned]) -> None:
             raise Conflict(
                 stored.kind, stored.namespace, stored.name, "a binding changed while it was rewritten"
             )
-
-
-def _expire_loaded(session: Session, changed: Sequence[_Planned]) -> None:
-    """A row this session had loaded no longer says what the database holds."""
-    for p in changed:
-        loaded = session.identity_map.get(identity_key(ResourceBindingRow, p.rewrite.stored.id))
-        if loaded is not None:
-            session.expire(loaded)
 
 
 __all__ = [

@@ -23,7 +23,7 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
@@ -33,6 +33,7 @@ from sqlalchemy import inspect
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import NO_VALUE, set_committed_value
 from sqlalchemy.orm.exc import StaleDataError
+from sqlalchemy.orm.util import identity_key
 from sqlalchemy.sql.elements import ClauseElement
 
 from federation.store import changelog
@@ -206,3 +207,13 @@ def _commit(session: Session, row: ObjectMixin, values: dict[str, Any]) -> None:
 
 
 __all__ = ["deferred_children", "flush_rows"]
+
+
+def expire_loaded(session: Session, model: type[ObjectMixin], ids: Iterable[int]) -> None:
+    """Expire the rows of ``model`` with these ids that this session had loaded: a write that bypassed the
+    ORM (``binding_writes``, ``work_writes``, ``status_writes``) changed them, so they no longer say what the
+    database holds."""
+    for row_id in ids:
+        loaded = session.identity_map.get(identity_key(model, row_id))
+        if loaded is not None:
+            session.expire(loaded)

@@ -34,9 +34,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.exc import StaleDataError
-from sqlalchemy.orm.util import identity_key
 
-from federation.store import changelog
+from federation.store import bulkflush, changelog
 from federation.store.bulkrows import UpdateRow, update_rows
 from federation.store.derive import work_status_columns
 from federation.store.dialect import among
@@ -61,11 +60,7 @@ class StatusWrite:
 def read_by_uids(session: Session, model: type[ObjectMixin], uids: Sequence[str]) -> dict[str, Any]:
     """uid → Core row of ``COLUMNS`` of the objects of ``model``'s table with these uids (absent ones are
     missing): one SELECT."""
-    if not uids:
-        return {}
-    t = table_of(model)
-    statement = select(*(t.c[name] for name in COLUMNS)).where(among(session, t.c.uid, sorted(set(uids))))
-    return {row.uid: row for row in session.execute(statement)}
+    return {row.uid: row for row in _read(session, model, "uid", uids, ())}
 
 
 def read_by_ids(
@@ -73,12 +68,19 @@ def read_by_ids(
 ) -> dict[int, Any]:
     """id → Core row of ``COLUMNS`` and ``also`` of the objects of ``model``'s table with these row ids
     (absent ones are missing): one SELECT."""
-    if not ids:
-        return {}
+    return {row.id: row for row in _read(session, model, "id", ids, also)}
+
+
+def _read(
+    session: Session, model: type[ObjectMixin], key: str, keys: Sequence[Any], also: Sequence[str]
+) -> list[Any]:
+    if not keys:
+        return []
     t = table_of(model)
     names = (*COLUMNS, *also)
-    statement = select(*(t.c[name] for name in names)).where(among(session, t.c.id, sorted(set(ids))))
-    return {row.id: row for row in session.execute(statement)}
+    return list(
+        session.execute(select(*(t.c[n] for n in names)).where(among(session, t.c[key], sorted(set(keys)))))
+    )
 
 
 def write(
@@ -103,7 +105,7 @@ def write(
             for c, revision in zip(columns, changelog.record(session, changes), strict=True):
                 c["resource_version"] = revision
             _update(session, model, changed, columns, derived_values)
-            _expire_loaded(session, model, changed)
+            bulkflush.expire_loaded(session, model, (w.stored.id for w in changed))
         after = {id(w): c for w, c in zip(changed, columns, strict=True)}
         return [
             view(SimpleNamespace(**after.get(id(w), {n: getattr(w.stored, n) for n in COLUMNS})))  # type: ignore[arg-type]
@@ -142,14 +144,6 @@ def _update(
         raise Conflict(
             stored.kind, stored.namespace, stored.name, "an object changed while its status was written"
         )
-
-
-def _expire_loaded(session: Session, model: type[ObjectMixin], changed: Sequence[StatusWrite]) -> None:
-    """A row this session had loaded no longer says what the database holds."""
-    for w in changed:
-        loaded = session.identity_map.get(identity_key(model, w.stored.id))
-        if loaded is not None:
-            session.expire(loaded)
 
 
 # -- Works: work sync's and work status's writes -------------------------------------------------------

@@ -32,9 +32,8 @@ from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
-from sqlalchemy.orm.util import identity_key
 
-from federation.store import changelog, claims
+from federation.store import bulkflush, changelog, claims
 from federation.store.bulkrows import UpdateRow, insert_rows, update_rows
 from federation.store.derive import work_columns
 from federation.store.dialect import among
@@ -127,10 +126,7 @@ def _tombstone(session: Session, marked: Sequence[Tombstone], now: datetime) -> 
     matched = update_rows(session.connection(), table_of(WorkRow), ("id", "resource_version"), rows, shared)
     if matched != len(rows):
         raise Conflict(KIND, marked[0].namespace, marked[0].name, "a Work changed while it was tombstoned")
-    for m in marked:  # a row this session loaded no longer says what the database holds
-        loaded = session.identity_map.get(identity_key(WorkRow, m.id))
-        if loaded is not None:
-            session.expire(loaded)
+    bulkflush.expire_loaded(session, WorkRow, (m.id for m in marked))
 
 
 def _stored_rows(session: Session, marked: Sequence[Tombstone]) -> dict[int, Any]:
