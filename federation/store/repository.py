@@ -33,12 +33,12 @@ from sqlalchemy.orm import Session
 from sqlalchemy.orm.exc import StaleDataError
 
 from federation.model.jsonvalue import clone
-from federation.store import changelog, dependents, derive, pagination
+from federation.store import changelog, dependents, derive, pagination, template_writes
 from federation.store.dialect import among
 from federation.store.errors import AlreadyExists, Conflict, NotFound
 from federation.store.kinds import table_for
 from federation.store.manifest import Parts, generation_content, join, split, view
-from federation.store.tables import ObjectMixin, table_of
+from federation.store.tables import ObjectMixin, ResourceTemplateRow, table_of
 from federation.store.types import utcnow
 
 Selector = Callable[[dict[str, str]], bool]
@@ -155,11 +155,22 @@ class ObjectRepository:
         first, see the module docstring)."""
         parts = split(obj)
         self._check_kind(parts)
+        if self.table is ResourceTemplateRow and template_writes.insertable(parts):
+            return self._insert_template(parts)
         row = self._new_row(parts)
         derive.refresh(self.session, row, old_spec=None, created=True)
         self.session.add(row)
         self._flush(row, creating=True)
         return join(row)
+
+    def _insert_template(self, parts: Parts) -> dict[str, Any]:
+        """``create`` of a template as column values (``template_writes``): the same row and event."""
+        try:
+            return template_writes.insert_new(self.session, parts, self.kind, self.api_version, self._clock())
+        except IntegrityError as exc:
+            if _violates(exc, _name_key(self.table)):
+                raise AlreadyExists(self.kind, parts.namespace, parts.name) from exc
+            raise
 
     def create_pending(self, obj: Mapping[str, Any], **columns: Any) -> ObjectMixin:
         """``create`` for batch writers: no existence check and no flush (the caller's one flush inserts
