@@ -25,7 +25,7 @@ import federation
 from federation.api import crds, discovery, errors, events, objects, patch, tables, watch
 from federation.api.auth import authorize
 from federation.api.bodies import BodyLimit, SafeJSONResponse
-from federation.api.context import ApiContext, authenticate
+from federation.api.context import ApiContext, authenticate, authenticate_cached
 from federation.api.extensions import register_extensions
 from federation.api.metrics import MetricsMiddleware, RequestMetrics
 from federation.api.patch_body import field_manager, read_body, write_options
@@ -99,7 +99,9 @@ def _resource_routes(app: FastAPI, ctx: ApiContext) -> None:
 
 
 async def _serve(ctx: ApiContext, request: Request, prefix: str, rest: str) -> Any:
-    principal = await run_in_threadpool(authenticate, ctx, request)
+    principal = authenticate_cached(ctx, request)  # on the loop: a cached token needs no worker thread
+    if principal is None:
+        principal = await run_in_threadpool(authenticate, ctx, request)
     rest, legacy_watch = watch.legacy_path(prefix, rest)
     try:
         target = parse(prefix, rest)

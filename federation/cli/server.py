@@ -170,6 +170,9 @@ class ServerProcess:
             log_level="warning",
             access_log=False,
             lifespan="off",
+            # The C parser (a dependency): h11, uvicorn's pure-Python default, cost a tenth of the API's CPU
+            # per write (bench/RESULTS.md, "Template creates as column values").
+            http="httptools",
             ssl_certfile=self.tls.cert_file if self.tls else None,
             ssl_keyfile=self.tls.key_file if self.tls else None,
             # A stop waits this long for requests in flight, not for idle keep-alive clients to leave.

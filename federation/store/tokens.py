@@ -175,18 +175,30 @@ class TokenCache:
         """The token's record, from the cache while it is fresh, else from ``look_up(plaintext)`` (the
         database: ``TokenRepository.authenticate``); None when it is unknown, expired or revoked."""
         key = hash_token(plaintext)
+        token, revocations = self._cached(key)
+        if token is not None:
+            return token
+        found = look_up(plaintext)
+        if found is not None and self._ttl > timedelta(0):
+            self._remember(key, found, self._clock(), revocations)
+        return found
+
+    def cached(self, plaintext: str) -> Token | None:
+        """The token's record while the cache holds it fresh and unexpired; None otherwise (then only
+        ``authenticate`` knows). Never touches the database: the API answers a hit on its event loop."""
+        return self._cached(hash_token(plaintext))[0]
+
+    def _cached(self, key: str) -> tuple[Token | None, int]:
+        """The fresh entry's token (a stale or expired one is dropped), and the revocation count a lookup
+        that follows a miss must still see when it caches what it read."""
         now = self._clock()
         with self._lock:
             entry = self._entries.get(key)
             if entry is not None:
                 if self._fresh(entry, now) and not entry.token.expired(now):
-                    return entry.token
+                    return entry.token, self._revocations
                 del self._entries[key]  # stale or expired: the database says what it is now
-            revocations = self._revocations
-        found = look_up(plaintext)
-        if found is not None and self._ttl > timedelta(0):
-            self._remember(key, found, self._clock(), revocations)
-        return found
+            return None, self._revocations
 
     @property
     def clock(self) -> Clock:

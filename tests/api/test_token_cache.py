@@ -9,10 +9,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import Engine, delete
 
+from federation.api import app
 from federation.api.context import ApiContext
 from federation.cli import server
 from federation.settings import load_settings
@@ -207,3 +209,40 @@ def test_the_cache_is_bounded() -> None:
 def test_a_negative_ttl_is_refused() -> None:
     with pytest.raises(ValueError, match="negative"):
         TokenCache(timedelta(seconds=-1))
+
+
+def test_a_cache_hit_is_answered_without_a_lookup_and_a_miss_says_so() -> None:
+    """``cached``: what the event loop asks before handing a request to a worker thread for a lookup."""
+    clock = FakeClock()
+    cache = TokenCache(TTL, clock=clock)
+    assert cache.cached("fed_a") is None  # never looked up: only ``authenticate`` can tell
+    expires = clock() + TTL * 3
+    cache.authenticate("fed_a", counting(token("a", expires_at=expires))[1])
+    assert cache.cached("fed_a") == token("a", expires_at=expires)
+    clock.advance(TTL.total_seconds())
+    assert cache.cached("fed_a") is None  # stale: the database says what it is now
+    cache.authenticate("fed_a", counting(token("a", expires_at=expires))[1])
+    forget_revoked("a")
+    assert cache.cached("fed_a") is None  # revoked by this process
+    cache.authenticate("fed_a", counting(token("a", expires_at=expires))[1])
+    clock.advance(TTL.total_seconds() * 2 - 1)
+    cache.authenticate("fed_a", counting(token("a", expires_at=expires))[1])
+    clock.advance(2)
+    assert cache.cached("fed_a") is None  # expired, though looked up a second ago
+
+
+def test_a_cached_token_spares_the_request_a_worker_thread(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The event loop answers who is calling from the cache; only a miss reaches ``authenticate`` (a
+    worker thread's call, which may read the database)."""
+    plaintext = api.token("ci")
+    calls: list[str] = []
+    looked_up = app.authenticate
+
+    def counted(ctx: ApiContext, request: Any) -> Any:
+        calls.append(request.url.path)
+        return looked_up(ctx, request)
+
+    monkeypatch.setattr(app, "authenticate", counted)
+    assert api.call(plaintext) == (404, 1)
+    assert api.call(plaintext) == (404, 0)
+    assert len(calls) == 1
