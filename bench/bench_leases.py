@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from bench_failover import run_series
+from bench_failover import add_gc_option, run_series
 from pipeline_bench.database import database_url, fresh_database
 from pipeline_bench.leases import agent_names, join_agents, renew
 from pipeline_bench.processes import wait_for
@@ -86,7 +86,8 @@ def renew_for(url: str, token: str, names: list[str], threads: int, seconds: flo
 
 
 def renewal_statements(replica: Replica) -> int:
-    return sum((replica.counts()["statements"].get(RENEWAL_LABEL) or {}).values())
+    """The renewals' statements so far, counted in the ``serve`` process (an API-only replica's only one)."""
+    return sum((replica.counts_by_process()[0]["statements"].get(RENEWAL_LABEL) or {}).values())
 
 
 def run_once(args: argparse.Namespace) -> dict[str, Any]:
@@ -133,6 +134,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--pg-admin-url", default=PG_ADMIN_URL)
     parser.add_argument("--json", action="store_true", help="one JSON line per run")
+    add_gc_option(parser)
     args = parser.parse_args()
     results = run_series(args, run_once)
     if not args.json:
