@@ -122,6 +122,25 @@ def test_same_name_in_other_namespace_or_kind_is_distinct(session: Session) -> N
     assert len(objects(session, "apps/v1", "Deployment").list()[0]) == 2
 
 
+def test_a_lookup_by_name_finds_only_its_kind_and_namespace(session: Session) -> None:
+    """``find_row``'s statement is built once per table and scope, its kind, apiVersion, namespace and name
+    bound per call: each lookup still finds only its own."""
+    deployments = objects(session, "apps/v1", "Deployment")
+    statefulsets = objects(session, "apps/v1", "StatefulSet")
+    deployments.create(make_deployment())
+    statefulsets.create(make_deployment(kind="StatefulSet"))
+    for _ in range(2):  # the second time from the built statement
+        found = deployments.find_row("default", "nginx")
+        assert found is not None and found.kind == "Deployment"
+        found = statefulsets.find_row("default", "nginx")
+        assert found is not None and found.kind == "StatefulSet"
+        assert deployments.find_row("other", "nginx") is None
+        assert objects(session, "apps/v1", "DaemonSet").find_row("default", "nginx") is None
+    clusters = objects(session, "cluster.karmada.io/v1alpha1", "Cluster")
+    clusters.create(make_cluster("member1"))
+    assert clusters.find_row("", "member1") is not None and clusters.find_row("", "member2") is None
+
+
 def test_missing_object_is_not_found(session: Session) -> None:
     repo = objects(session, "cluster.karmada.io/v1alpha1", "Cluster")
     assert repo.get(None, "nope") is None
