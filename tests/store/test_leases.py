@@ -64,6 +64,20 @@ def test_cluster_lease_renewal(uow: UnitOfWork) -> None:
     assert names == ["member1", "member2"]
 
 
+def test_a_cluster_lease_taken_by_another_agent_counts_a_transition(uow: UnitOfWork) -> None:
+    """The renewal's statement is built once: its holder and times are bound per call, so the second agent's
+    renewal is a takeover (acquired now, one transition more) and its next one a plain renewal."""
+    with uow() as session:
+        leases = LeaseRepository(session)
+        first = leases.renew_cluster_lease("member1", "agent-1", at(0), 40)
+        taken = leases.renew_cluster_lease("member1", "agent-2", at(10), 40)
+        kept = leases.renew_cluster_lease("member1", "agent-2", at(20), 30)
+    assert (first.holder, first.transitions) == ("agent-1", 1)  # from no holder to agent-1
+    assert (taken.holder, taken.acquired_at, taken.transitions) == ("agent-2", at(10), 2)
+    assert (kept.holder, kept.acquired_at, kept.transitions) == ("agent-2", at(10), 2)
+    assert (kept.renew_time, kept.duration_seconds, kept.expires_at) == (at(20), 30, at(50))
+
+
 def test_batched_cluster_lease_renewal(uow: UnitOfWork) -> None:
     """The push-mode status pass renews every healthy member's lease in two statements."""
     with uow() as session:
