@@ -22,18 +22,12 @@ imports ``federation`` from its working directory first.
 from __future__ import annotations
 
 import argparse
-import statistics
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 import httpx
-from bench_failover import add_gc_option, run_series
-from bench_leases import PG_ADMIN_URL, server_env
-from pipeline_bench.database import fresh_database
-from pipeline_bench.processes import wait_for
-from pipeline_bench.servers import NO_CONTROLLERS, Replica
+from bench_failover import add_gc_option, print_runs, run_series
+from bench_leases import PG_ADMIN_URL, api_only_replica, statements
 from pipeline_bench.workload import deployment, percentile, write_all
 
 WARM_UP = 200
@@ -47,32 +41,17 @@ def bodies(first: int, count: int) -> list[dict[str, Any]]:
     ]
 
 
-def api_statements(replica: Replica) -> int:
-    """The API's statements so far, counted in the ``serve`` process (an API-only replica has no other)."""
-    return sum((replica.counts_by_process()[0]["statements"].get(API_LABEL) or {}).values())
-
-
 def run_once(args: argparse.Namespace) -> dict[str, Any]:
-    with (
-        fresh_database(args.pg_admin_url, "bench_api_writes") as db_name,
-        tempfile.TemporaryDirectory(prefix="bench-api-writes-") as workdir,
-    ):
-        replica = Replica(Path(workdir), "api0", server_env(args.pg_admin_url, db_name), (NO_CONTROLLERS,))
-        replica.start()
-        try:
-            wait_for(replica.ready, 120, "api0 /readyz")
-            token = replica.admin_token()
-            write_all([replica.url], token, bodies(args.writes, WARM_UP), args.writers)
-            time.sleep(1.0)  # the counters file is written twice a second
-            statements_before, cpu_before = api_statements(replica), replica.cpu_seconds()
-            writes = write_all([replica.url], token, bodies(0, args.writes), args.writers)
-            cpu = replica.cpu_seconds() - cpu_before
-            time.sleep(1.0)
-            statements = api_statements(replica) - statements_before
-            with httpx.Client(base_url=replica.url, headers={"Authorization": f"Bearer {token}"}) as http:
-                listed = http.get("/apis/apps/v1/deployments", params={"limit": 1}).json()
-        finally:
-            replica.stop(30)
+    with api_only_replica(args.pg_admin_url, "bench_api_writes") as (replica, token):
+        write_all([replica.url], token, bodies(args.writes, WARM_UP), args.writers)
+        time.sleep(1.0)  # the counters file is written twice a second
+        statements_before, cpu_before = statements(replica, API_LABEL), replica.cpu_seconds()
+        writes = write_all([replica.url], token, bodies(0, args.writes), args.writers)
+        cpu = replica.cpu_seconds() - cpu_before
+        time.sleep(1.0)
+        api_statements = statements(replica, API_LABEL) - statements_before
+        with httpx.Client(base_url=replica.url, headers={"Authorization": f"Bearer {token}"}) as http:
+            listed = http.get("/apis/apps/v1/deployments", params={"limit": 1}).json()
     if not listed.get("items"):
         raise RuntimeError("the server holds no Deployment after the writes")
     latencies = writes.latencies_ms
@@ -83,7 +62,7 @@ def run_once(args: argparse.Namespace) -> dict[str, Any]:
         "p50_ms": round(percentile(latencies, 0.50), 1),
         "p99_ms": round(percentile(latencies, 0.99), 1),
         "server_cpu_ms_per_write": round(1000 * cpu / len(latencies), 3),
-        "statements_per_write": round(statements / len(latencies), 2),
+        "statements_per_write": round(api_statements / len(latencies), 2),
         "retried": writes.retried,
     }
 
@@ -100,13 +79,8 @@ def main() -> None:
     results = run_series(args, run_once)
     if not args.json:
         columns = ["writes_per_s", "p50_ms", "p99_ms", "server_cpu_ms_per_write", "statements_per_write"]
-        print(f"{args.writes} Deployment PUTs from {args.writers} threads per run")
-        print(" | ".join(columns))
-        for result in results:
-            print(" | ".join(str(result[c]) for c in columns))
-        if len(results) > 1:
-            median = statistics.median(r["server_cpu_ms_per_write"] for r in results)
-            print(f"median server CPU per write: {median} ms")
+        heading = f"{args.writes} Deployment PUTs from {args.writers} threads per run"
+        print_runs(results, heading, columns, "server_cpu_ms_per_write", "median server CPU per write (ms)")
 
 
 if __name__ == "__main__":

@@ -494,6 +494,18 @@ def run_series(
     return results
 
 
+def print_runs(
+    results: list[dict[str, Any]], heading: str, columns: list[str], median_of: str, median_label: str
+) -> None:
+    """A series' figures as a table (a heading, one row per run), and the median of one column."""
+    print(heading)
+    print(" | ".join(columns))
+    for result in results:
+        print(" | ".join(str(result[c]) for c in columns))
+    if len(results) > 1:
+        print(f"{median_label}: {statistics.median(r[median_of] for r in results)}")
+
+
 def add_gc_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--gc",

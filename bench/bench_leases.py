@@ -18,15 +18,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
-from bench_failover import add_gc_option, run_series
+from bench_failover import add_gc_option, print_runs, run_series
 from pipeline_bench.database import database_url, fresh_database
 from pipeline_bench.leases import agent_names, join_agents, renew
 from pipeline_bench.processes import wait_for
@@ -85,34 +86,41 @@ def renew_for(url: str, token: str, names: list[str], threads: int, seconds: flo
     return latencies
 
 
-def renewal_statements(replica: Replica) -> int:
-    """The renewals' statements so far, counted in the ``serve`` process (an API-only replica's only one)."""
-    return sum((replica.counts_by_process()[0]["statements"].get(RENEWAL_LABEL) or {}).values())
+def statements(replica: Replica, label: str) -> int:
+    """The statements of ``label`` so far, counted in the ``serve`` process (an API-only replica has one)."""
+    return sum((replica.counts_by_process()[0]["statements"].get(label) or {}).values())
+
+
+@contextmanager
+def api_only_replica(admin_url: str, prefix: str) -> Iterator[tuple[Replica, str]]:
+    """One ``serve --no-controllers`` on a fresh database, ready, with the admin token; stopped and the
+    database dropped afterwards."""
+    with (
+        fresh_database(admin_url, prefix) as db_name,
+        tempfile.TemporaryDirectory(prefix=f"{prefix}-") as workdir,
+    ):
+        replica = Replica(Path(workdir), "api0", server_env(admin_url, db_name), (NO_CONTROLLERS,))
+        replica.start()
+        try:
+            wait_for(replica.ready, 120, "api0 /readyz")
+            yield replica, replica.admin_token()
+        finally:
+            replica.stop(30)
 
 
 def run_once(args: argparse.Namespace) -> dict[str, Any]:
     names = agent_names(args.clusters)
-    with (
-        fresh_database(args.pg_admin_url, "bench_leases") as db_name,
-        tempfile.TemporaryDirectory(prefix="bench-leases-") as workdir,
-    ):
-        replica = Replica(Path(workdir), "api0", server_env(args.pg_admin_url, db_name), (NO_CONTROLLERS,))
-        replica.start()
-        try:
-            wait_for(replica.ready, 120, "api0 /readyz")
-            token = replica.admin_token()
-            with httpx.Client(base_url=replica.url, headers={"Authorization": f"Bearer {token}"}) as http:
-                join_agents(http, names)
-            time.sleep(1.0)  # the counters file is written twice a second
-            statements_before, cpu_before = renewal_statements(replica), replica.cpu_seconds()
-            started = time.perf_counter()
-            latencies = renew_for(replica.url, token, names, args.threads, args.seconds)
-            elapsed = time.perf_counter() - started
-            cpu = replica.cpu_seconds() - cpu_before
-            time.sleep(1.0)
-            statements = renewal_statements(replica) - statements_before
-        finally:
-            replica.stop(30)
+    with api_only_replica(args.pg_admin_url, "bench_leases") as (replica, token):
+        with httpx.Client(base_url=replica.url, headers={"Authorization": f"Bearer {token}"}) as http:
+            join_agents(http, names)
+        time.sleep(1.0)  # the counters file is written twice a second
+        statements_before, cpu_before = statements(replica, RENEWAL_LABEL), replica.cpu_seconds()
+        started = time.perf_counter()
+        latencies = renew_for(replica.url, token, names, args.threads, args.seconds)
+        elapsed = time.perf_counter() - started
+        cpu = replica.cpu_seconds() - cpu_before
+        time.sleep(1.0)
+        renewal_statements = statements(replica, RENEWAL_LABEL) - statements_before
     count = len(latencies)
     return {
         "clusters": args.clusters,
@@ -122,7 +130,7 @@ def run_once(args: argparse.Namespace) -> dict[str, Any]:
         "p50_ms": round(percentile(latencies, 0.50), 1),
         "p99_ms": round(percentile(latencies, 0.99), 1),
         "server_cpu_ms_per_renewal": round(1000 * cpu / count, 2),
-        "statements_per_renewal": round(statements / count, 2),
+        "statements_per_renewal": round(renewal_statements / count, 2),
     }
 
 
@@ -140,13 +148,10 @@ def main() -> None:
     if not args.json:
         columns = ["renewals_per_s", "p50_ms", "p99_ms", "server_cpu_ms_per_renewal"]
         columns.append("statements_per_renewal")
-        print(f"{args.clusters} pull clusters, {args.threads} agents' threads, {args.seconds:.0f} s per run")
-        print(" | ".join(columns))
-        for result in results:
-            print(" | ".join(str(result[c]) for c in columns))
-        if len(results) > 1:
-            median = statistics.median(r["renewals_per_s"] for r in results)
-            print(f"median renewals/s: {median}")
+        heading = (
+            f"{args.clusters} pull clusters, {args.threads} agents' threads, {args.seconds:.0f} s per run"
+        )
+        print_runs(results, heading, columns, "renewals_per_s", "median renewals/s")
 
 
 if __name__ == "__main__":
