@@ -15,9 +15,10 @@ from sqlalchemy.orm import Session
 from federation.store import AlreadyExists, objects, template_writes
 from federation.store.manifest import split
 from federation.store.sealing import SEALED_FIELD
-from federation.store.tables import ChangeLogRow, ResourceTemplateRow
+from federation.store.tables import ResourceTemplateRow
 
 from .support import T0, count_statements
+from .test_binding_writes import _comparable, _last_event
 
 DEPLOYMENT = ("apps/v1", "Deployment")
 NOW = T0 + timedelta(minutes=5)
@@ -47,19 +48,6 @@ def _columns(session: Session, name: str) -> dict[str, Any]:
     table = ResourceTemplateRow.__table__
     row = session.execute(select(table).where(table.c.name == name)).one()
     return {key: value for key, value in row._mapping.items() if key not in ASSIGNED}
-
-
-def _last_event(session: Session, name: str) -> ChangeLogRow:
-    row = session.scalars(
-        select(ChangeLogRow).where(ChangeLogRow.name == name).order_by(ChangeLogRow.revision.desc())
-    ).first()
-    assert row is not None
-    return row
-
-
-def _comparable(manifest: dict[str, Any]) -> dict[str, Any]:
-    skipped = ("uid", "resourceVersion", "name")
-    return {**manifest, "metadata": {k: v for k, v in manifest["metadata"].items() if k not in skipped}}
 
 
 def test_a_created_template_is_the_row_and_event_the_orm_makes(session: Session) -> None:
