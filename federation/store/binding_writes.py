@@ -40,7 +40,7 @@ from sqlalchemy import ColumnElement, select
 from sqlalchemy.orm import Session
 
 from federation.store import bulkflush, changelog, claims
-from federation.store.bulkrows import UpdateRow, insert_columns, insert_rows, update_rows
+from federation.store.bulkrows import UpdateRow, insert_columns, update_rows
 from federation.store.derive import binding_columns
 from federation.store.dialect import among, pairs_among
 from federation.store.errors import Conflict
@@ -49,7 +49,7 @@ from federation.store.manifest import generation_content, new_row_values, split,
 from federation.store.tables import BindingTargetClusterRow, ResourceBindingRow, table_of
 
 # What ``rewrite`` reads of a stored binding: its id, version and every column a GET renders.
-COLUMNS = ("id", "resource_version", *changelog.MANIFEST_ATTRIBUTES)
+COLUMNS = changelog.ROW_COLUMNS
 # Body columns a rewrite may change, besides ``status``; a change to any of them is a content change.
 _CONTENT = ("labels", "annotations", "metadata_extra", "spec", "extra")
 
@@ -91,16 +91,8 @@ def insert_new(session: Session, bindings: Sequence[Mapping[str, Any]], now: dat
     statement (``IntegrityError``). Takes ownership of the manifests' JSON."""
     if not bindings:
         return 0
-    with session.no_autoflush:  # an autoflush would write the caller's pending rows one by one
-        rows = [_new_row(binding, now) for binding in bindings]
-        added = [
-            changelog.Change(changelog.ADDED, view(SimpleNamespace(**row)), sealed=True)  # type: ignore[arg-type]
-            for row in rows
-        ]
-        for row, revision in zip(rows, changelog.record(session, added), strict=True):
-            row["resource_version"] = revision
-        insert_rows(session.connection(), table_of(ResourceBindingRow), rows)
-    return len(rows)
+    rows = [_new_row(binding, now) for binding in bindings]
+    return len(changelog.insert_added(session, ResourceBindingRow, rows))
 
 
 def _new_row(binding: Mapping[str, Any], now: datetime) -> dict[str, Any]:
@@ -117,10 +109,7 @@ def _new_row(binding: Mapping[str, Any], now: datetime) -> dict[str, Any]:
         **new_row_values(parts, kind, BINDING_API_VERSION, now),
         "content_updated_at": now,
         **binding_columns(parts.spec, parts.status, parts.labels),
-        # ``derive.mark_dirty(created=True)``: a new binding is queued for the scheduler.
-        "needs_scheduling": True,
-        "dirty_seq": 1,
-        "next_attempt_at": None,
+        **claims.created_values(ResourceBindingRow),  # ``derive.mark_dirty(created=True)``: to be scheduled
     }
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any, cast
 
 from sqlalchemy import ColumnElement, Row, delete, event, inspect, text
@@ -50,6 +51,8 @@ MANIFEST_ATTRIBUTES = (
     "extra",
     "created_at",
 )
+# What a column-value writer reads of a stored object: its row id, its version and every column a GET renders.
+ROW_COLUMNS = ("id", "resource_version", *MANIFEST_ATTRIBUTES)
 
 # Before ``nextval`` runs (a one-time filter, and a lock taken when the statement is planned) the writer
 # has a transaction id and holds a lock on ``change_log``: ``changefeed`` finds the writers that may still
@@ -103,6 +106,22 @@ def record(session: Session, changes: Sequence[Change]) -> list[int]:
         rows.append(_log_row(revision, change, stored, now))
     insert_rows(session.connection(), table_of(ChangeLogRow), rows)
     return revisions
+
+
+def insert_added(
+    session: Session, model: type[ObjectMixin], rows: Sequence[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Insert new rows given as column values (``manifest.new_row_values`` and their kind's own), each with
+    its ADDED event and revision, by one statement after the log's; the objects as a GET renders them (views
+    sharing the rows' JSON). For rows without Secret data (their events are logged as they are). A taken
+    name fails the INSERT (``IntegrityError``). Never autoflushes."""
+    with session.no_autoflush:  # an autoflush would write the caller's pending rows one by one
+        manifests = [view(SimpleNamespace(**row)) for row in rows]  # type: ignore[arg-type]
+        revisions = record(session, [Change(ADDED, manifest, sealed=True) for manifest in manifests])
+        for row, revision in zip(rows, revisions, strict=True):
+            row["resource_version"] = revision
+        insert_rows(session.connection(), table_of(model), rows)
+    return manifests
 
 
 def _log_row(revision: int, change: Change, stored: dict[str, Any], now: Any) -> dict[str, Any]:
@@ -189,9 +208,11 @@ __all__ = [
     "ADDED",
     "DELETED",
     "MODIFIED",
+    "ROW_COLUMNS",
     "Change",
     "allocate",
     "delete_returning",
+    "insert_added",
     "manifest_changed",
     "previous_labels",
     "record",

@@ -87,6 +87,11 @@ def queue_values(table: type[ClaimMixin]) -> dict[str, Any]:
 _QUEUE_VALUES: dict[type[ClaimMixin], dict[str, Any]] = {}
 
 
+def created_values(table: type[ClaimMixin]) -> dict[str, Any]:
+    """The queue columns of a new row: queued for its controller, counted once, no retry back-off."""
+    return {table.dirty_flag: True, "dirty_seq": 1, "next_attempt_at": None}
+
+
 def claim(
     session: Session,
     table: Claimable,

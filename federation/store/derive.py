@@ -82,12 +82,8 @@ def mark_dirty(row: ClaimMixin, *, created: bool) -> None:
     On an existing row every value is a SQL expression (``claims.queue_values``): the ORM writes an
     expression even when the loaded value looks the same, so a worker's concurrent clear cannot win.
     """
-    if created:
-        setattr(row, row.dirty_flag, True)
-        row.dirty_seq = 1
-        row.next_attempt_at = None
-        return
-    for column, value in claims.queue_values(type(row)).items():
+    values = claims.created_values(type(row)) if created else claims.queue_values(type(row))
+    for column, value in values.items():
         setattr(row, column, value)
 
 

@@ -46,7 +46,7 @@ from federation.store.repository import ObjectRepository
 from federation.store.tables import ObjectMixin, WorkRow, table_of
 
 # What ``read_by_uids`` reads: the id, the version and every column a GET renders.
-COLUMNS = ("id", "resource_version", *changelog.MANIFEST_ATTRIBUTES)
+COLUMNS = changelog.ROW_COLUMNS
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,8 +3,8 @@
 Why: every workload a user applies is one such insert, and through the ORM it was an instrumented object,
 a unit-of-work flush and the change-log hook's scan of the session: a third of the API's CPU per Deployment
 write, 1.2 ms where this takes 0.75 (bench/RESULTS.md, "Template creates as column values"). Here the row
-is its column values, its ADDED event is logged by ``changelog.record`` and the row inserted by one
-statement (the pattern of ``binding_writes.insert_new``).
+is its column values, logged and inserted by ``changelog.insert_added`` (the change-log rows, then one
+INSERT), as ``binding_writes`` and ``work_writes`` insert theirs.
 
 Invariants:
 - The same row and change-log event as ``ObjectRepository.create`` (tests compare them column by column):
@@ -20,16 +20,14 @@ Invariants:
 from __future__ import annotations
 
 from datetime import datetime
-from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy.orm import Session
 
-from federation.store import changelog
-from federation.store.bulkrows import insert_rows
-from federation.store.manifest import Parts, new_row_values, view
+from federation.store import changelog, claims
+from federation.store.manifest import Parts, new_row_values
 from federation.store.sealing import is_secret
-from federation.store.tables import ResourceTemplateRow, table_of
+from federation.store.tables import ResourceTemplateRow
 
 
 def insertable(parts: Parts) -> bool:
@@ -45,14 +43,7 @@ def insert_new(session: Session, parts: Parts, kind: str, api_version: str, now:
     row = {
         **new_row_values(parts, kind, api_version, now),
         "content_updated_at": now,
-        # ``derive.mark_dirty(created=True)``: a new template is queued for the detector.
-        "needs_detection": True,
-        "dirty_seq": 1,
-        "next_attempt_at": None,
+        **claims.created_values(ResourceTemplateRow),  # ``derive.mark_dirty(created=True)``: to be detected
     }
-    with session.no_autoflush:
-        manifest = view(SimpleNamespace(**row))  # type: ignore[arg-type]
-        [revision] = changelog.record(session, [changelog.Change(changelog.ADDED, manifest, sealed=True)])
-        row["resource_version"] = revision
-        insert_rows(session.connection(), table_of(ResourceTemplateRow), [row])
+    [manifest] = changelog.insert_added(session, ResourceTemplateRow, [row])
     return manifest

@@ -27,14 +27,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from federation.store import bulkflush, changelog, claims
-from federation.store.bulkrows import UpdateRow, insert_rows, update_rows
+from federation.store.bulkrows import UpdateRow, update_rows
 from federation.store.derive import work_columns
 from federation.store.dialect import among
 from federation.store.errors import Conflict
@@ -70,22 +69,9 @@ def insert_new(session: Session, works: Sequence[tuple[Mapping[str, Any], int | 
     and revisions; the Works inserted. A duplicate name fails the statement (``IntegrityError``)."""
     if not works:
         return 0
-    with session.no_autoflush:  # an autoflush would write the caller's pending rows one by one
-        return _insert(session, works, now)
-
-
-def _insert(session: Session, works: Sequence[tuple[Mapping[str, Any], int | None]], now: datetime) -> int:
+    # No Secret comes here (``insertable``): the events are logged as the rows hold them.
     rows = [_values(work, binding_id, now) for work, binding_id in works]
-    # ``view`` reads a row's columns as attributes; the event shares the row's JSON values. No Secret comes
-    # here, so the event is as stored already (``sealed``: nothing to seal).
-    added = [
-        changelog.Change(changelog.ADDED, view(SimpleNamespace(**row)), sealed=True)  # type: ignore[arg-type]
-        for row in rows
-    ]
-    for row, revision in zip(rows, changelog.record(session, added), strict=True):
-        row["resource_version"] = revision
-    insert_rows(session.connection(), table_of(WorkRow), rows)
-    return len(rows)
+    return len(changelog.insert_added(session, WorkRow, rows))
 
 
 def _values(work: Mapping[str, Any], binding_id: int | None, now: datetime) -> dict[str, Any]:
@@ -96,10 +82,7 @@ def _values(work: Mapping[str, Any], binding_id: int | None, now: datetime) -> d
         **new_row_values(parts, KIND, WORK_API_VERSION, now),
         **work_columns(parts.namespace, parts.spec, parts.status),
         "binding_id": binding_id,
-        # ``derive.mark_dirty(created=True)``: a new Work is queued for sync.
-        "needs_sync": True,
-        "dirty_seq": 1,
-        "next_attempt_at": None,
+        **claims.created_values(WorkRow),  # ``derive.mark_dirty(created=True)``: queued for sync
     }
 
 
