@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from federation import gc_tuning
-from federation.cli import cmd_server, server
+from federation.cli import cmd_serve, server
 from federation.cli.main import cli
 from federation.settings import load_settings
 
@@ -61,7 +61,9 @@ def test_serve_tunes_the_collector_once_started(monkeypatch, tmp_path) -> None:
     order: list[str] = []
 
     class StartedProcess:
-        def __init__(self, settings, run_controllers: bool, controllers_apart: bool) -> None:
+        def __init__(
+            self, settings, run_controllers: bool, controllers_apart: bool, controller_process
+        ) -> None:
             self.settings = settings
 
         def request_stop(self, signum: int) -> None:  # pragma: no cover - no signal in this test
@@ -74,7 +76,7 @@ def test_serve_tunes_the_collector_once_started(monkeypatch, tmp_path) -> None:
             order.append(f"run with thresholds {gc.get_threshold()}")
 
     monkeypatch.setattr(server, "ServerProcess", StartedProcess)
-    monkeypatch.setattr(cmd_server, "announce", lambda process: order.append("announce"))
+    monkeypatch.setattr(cmd_serve, "announce", lambda process: order.append("announce"))
     monkeypatch.setattr(server, "cap_malloc_arenas", lambda: None)
     monkeypatch.setenv("FEDERATION_PROCESS__GC_THRESHOLDS", "[4321, 11, 12]")
     monkeypatch.setenv("FEDERATION_PROCESS__GC_FREEZE_AT_START", "false")

@@ -30,7 +30,7 @@ from federation.api.join import JoinRequest, join_cluster
 from federation.api.rejoin import rejoin_cluster
 from federation.api.status import StatusError
 from federation.cli import server
-from federation.cli.cmd_server import (
+from federation.cli.cmd_serve import (
     kubeconfig_lines,
     settings_from,
     tls_options,

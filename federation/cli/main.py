@@ -29,7 +29,7 @@ SERVER_SIDE: dict[str, tuple[str, str]] = {
     ),
     "db": ("federation.cli.cmd_server:db_group", "Database schema management."),
     "serve": (
-        "federation.cli.cmd_server:serve_command",
+        "federation.cli.cmd_serve:serve_command",
         "Run the API server and the controllers on the configured database (migrated first).",
     ),
     "sim": (

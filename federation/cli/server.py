@@ -105,6 +105,7 @@ class ServerProcess:
     # The controllers in a child process (``controller_process``; `serve` on Postgres), else in this one.
     controllers_apart: bool = False
     runner: ControllerRunner | None = None
+    # The controllers' child process (`serve` may launch it before building this: ``launch``).
     controller_process: ControllerProcess | None = None
     stop_hooks: list[Callable[[], None]] = field(default_factory=list)
     _stop_signal: int | None = None  # the signal that asked `run` to stop
@@ -112,6 +113,10 @@ class ServerProcess:
 
     def prepare(self) -> ApiContext:
         """Migrate, load and verify the key, bootstrap the admin token; the context the app is built from."""
+        if (
+            self.controller_process is not None
+        ):  # launched by `serve` already: stopped too if this start fails
+            self.stop_hooks.append(self.controller_process.stop)
         url = self.settings.resolved_database_url()
         private_directory(self.settings.data_dir)  # the kubeconfig and the CA's key live there too
         migrate.upgrade(url)
@@ -142,9 +147,10 @@ class ServerProcess:
         self.stop_hooks.append(engine.dispose)
         notify: Callable[[str], None] = _ignore
         if self.run_controllers and self.controllers_apart:
-            self.controller_process = ControllerProcess(self.settings)
-            self.controller_process.start()
-            self.stop_hooks.append(self.controller_process.stop)
+            if self.controller_process is None:
+                self.controller_process = ControllerProcess(self.settings)
+                self.stop_hooks.append(self.controller_process.stop)
+            self.controller_process.start()  # the child gets its settings now: the database is ready for it
             notify = self.controller_process.wake
         elif self.run_controllers:
             self.runner = start_controllers(self.settings, uow, box)

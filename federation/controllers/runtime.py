@@ -30,7 +30,6 @@ Invariants:
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import functools
 import logging
 import socket
@@ -104,11 +103,12 @@ class Reconciler(Protocol):
 
 @functools.cache
 def _glibc(name: str) -> Any | None:
-    """A function of glibc by name, or None (musl, macOS, Windows: nothing to do)."""
+    """A function of glibc by name, or None (musl, macOS, Windows: nothing to do). Looked up among the
+    symbols the process has loaded (``dlopen(NULL)``; the interpreter links the C library): where
+    ``ctypes.util.find_library`` runs ``ldconfig -p`` in a subprocess at every start."""
     try:
-        library = ctypes.util.find_library("c")
-        return getattr(ctypes.CDLL(library), name, None) if library else None
-    except OSError:
+        return getattr(ctypes.CDLL(None), name, None)
+    except (OSError, TypeError):  # TypeError: Windows, where a library needs a name
         return None
 
 

@@ -42,6 +42,7 @@ from sqlalchemy.exc import DisconnectionError, SQLAlchemyError
 from sqlalchemy.orm import ORMExecuteState, Session, sessionmaker
 
 from federation import jsoncodec
+from federation.database_urls import normalize_url
 from federation.store.crypto import SecretBox
 from federation.store.sealing import SECRET_BOX
 
@@ -50,20 +51,6 @@ log = logging.getLogger(__name__)
 PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
 SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal")
-_POSTGRES_PREFIXES = ("postgresql://", "postgres://", "postgresql+psycopg2://")
-
-
-def normalize_url(url: str) -> str:
-    """Route every Postgres URL through psycopg 3."""
-    for prefix in _POSTGRES_PREFIXES:
-        if url.startswith(prefix):
-            return "postgresql+psycopg://" + url[len(prefix) :]
-    return url
-
-
-def is_postgres_url(url: str) -> bool:
-    """Whether a database URL names Postgres, in any of the spellings ``normalize_url`` takes."""
-    return normalize_url(url).startswith("postgresql+psycopg://")
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,8 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
 import federation
-from federation.store.db import make_engine, normalize_url
+from federation.database_urls import normalize_url
+from federation.store.db import make_engine
 from federation.store.errors import MigrationsNotFound
 from federation.store.tables import metadata
 

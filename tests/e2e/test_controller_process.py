@@ -4,6 +4,7 @@ Real `serve` processes; the wake-pipe reader and the non-blocking wake are also 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
@@ -20,6 +21,7 @@ from sqlalchemy import Engine, text
 from federation.cli import controller_process
 from federation.cli.controller_process import ControllerProcess, _follow_wakes
 from federation.settings import Settings
+from federation.store import migrate
 from federation.store.crypto import generate_key
 from federation.store.db import autovacuum_off, make_engine
 from tests.e2e.test_replicas import Replica, database, leader, leader_lease  # noqa: F401 (fixture)
@@ -182,6 +184,79 @@ def test_a_child_that_dies_is_started_again_and_leads_again(
     replica.stop()
     log = (tmp_path / "one.log").read_text()
     assert f"process {first} exited with -9; starting another" in log and "Traceback" not in log
+
+
+def session_processes(session: int) -> list[int]:
+    """The live processes of a session (a `Replica` runs in one of its own: `serve` and its child)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(ProcessLookupError, FileNotFoundError):
+                if os.getsid(int(entry.name)) == session and alive(int(entry.name)):
+                    found.append(int(entry.name))
+    return found
+
+
+def test_a_launched_child_that_never_gets_its_settings_ends_quietly(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    handle = ControllerProcess(Settings(data_dir=tmp_path))
+    handle.launch()  # as `serve` does before its own imports
+    assert handle._launched is not None
+    child = handle._launched[0]
+    handle.stop()  # the parent's start failed: the child's stdin closes without settings
+    assert child.returncode == 0
+    assert "Traceback" not in capfd.readouterr().err  # it read nothing, parsed nothing, ran nothing
+
+
+@pytest.mark.postgres
+def test_start_hands_the_settings_to_the_child_launched_before(
+    tmp_path: Path,
+    database: str,  # noqa: F811
+) -> None:
+    migrate.upgrade(database)  # the parent's part, before it hands the settings over
+    handle = ControllerProcess(Settings(data_dir=tmp_path, database_url=database))
+    handle.launch()
+    assert handle._launched is not None
+    launched = handle._launched[0]
+    time.sleep(1.0)
+    assert launched.poll() is None and leader(database) is None  # waiting: no settings, no lease yet
+    try:
+        handle.start()
+        assert handle._child is launched  # the same process, not a second one
+        wait_for(
+            lambda: leader(database) is not None, timeout=DEADLINE, interval=0.1, what="the child to lead"
+        )
+    finally:
+        handle.stop()
+    assert launched.returncode == 0
+    assert leader_lease(database).holder is None  # released on its way out
+
+
+@pytest.mark.postgres
+def test_a_serve_whose_start_fails_leaves_no_controllers_process(
+    tmp_path: Path,
+    database: str,  # noqa: F811
+) -> None:
+    first = Replica(tmp_path, "first", database, generate_key().decode(), SLOW)
+    try:
+        wait_for(first.ready, timeout=DEADLINE, interval=0.1, what="the first serve")
+    finally:
+        first.stop()
+    # Another key than the one the database was written with: the start stops at the key check, after the
+    # controllers' child was launched (on Postgres, before anything else).
+    wrong = Replica(tmp_path, "wrong", database, generate_key().decode(), SLOW)
+    assert wrong.process.wait(timeout=DEADLINE) != 0
+    wait_for(
+        lambda: not session_processes(wrong.process.pid),
+        timeout=DEADLINE,
+        interval=0.1,
+        what="the launched child to end",
+    )
+    wrong.stop()
+    log = (tmp_path / "wrong.log").read_text()
+    assert "encryption key" in log and "Traceback" not in log
+    assert leader(database) is None  # the first released the lease; the launched child never took it
 
 
 def test_a_serve_on_sqlite_keeps_its_controllers_in_process(tmp_path: Path) -> None:

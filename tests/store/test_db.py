@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, text
 
+from federation.database_urls import normalize_url
 from federation.store import UnitOfWork, make_engine, objects, ping
-from federation.store.db import normalize_url
 
 from .factories import make_deployment
 
