@@ -19,9 +19,12 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import importlib.abc
+import importlib.util
 import json
 import os
 import runpy
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -211,6 +214,35 @@ def _install(counters: ProcessCounters, api: bool = True) -> None:
         agent._renew = _labelled(renew, "cluster-lease-renewal", counters)
 
 
+def _after_import(name: str, then: Callable[[], None]) -> None:
+    """Call ``then`` once the module ``name`` has been executed (at once if it has been already), before
+    the statement that imported it goes on."""
+    if name in sys.modules:
+        then()
+        return
+
+    class AfterImport(importlib.abc.MetaPathFinder):
+        def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+            if fullname != name:
+                return None
+            sys.meta_path.remove(self)
+            spec = importlib.util.find_spec(fullname)  # by the other finders
+            loader: Any = spec.loader if spec is not None else None
+            if loader is None:
+                then()
+                return spec
+            execute = loader.exec_module
+
+            def exec_module(module: Any) -> None:
+                execute(module)
+                then()
+
+            loader.exec_module = exec_module
+            return spec
+
+    sys.meta_path.insert(0, AfterImport())
+
+
 def _labelled(method: Callable[..., Any], label: str, counters: ProcessCounters) -> Callable[..., Any]:
     def wrapper(self: Any, *args: Any) -> Any:
         with counters.phase(label):
@@ -255,9 +287,14 @@ def instrumented_serve() -> None:
     counters = ProcessCounters(counts, serves_api=not child)
     if child:
         counters.carry_over()
-    _install(counters, api=not child)
-    if not child:
+    if child:
+        _install(counters, api=False)
+    else:
         _instrument_controller_process(counts)
+        # Counted from the moment `serve` imports its server module, not before: importing the store and
+        # the API here would make the parent pay for them before it launches its controllers' child, where
+        # `serve` itself launches the child first (``cmd_serve``) and imports them while the child starts.
+        _after_import("federation.cli.server", lambda: _install(counters, api=True))
     threading.Thread(target=counters.dump_every, args=(0.5,), name="bench-counters", daemon=True).start()
     atexit.register(counters.dump)
     runpy.run_module("federation", run_name="__main__", alter_sys=True)
