@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -199,6 +200,9 @@ def _end(child: subprocess.Popen[bytes], seconds: float) -> None:
 @click.option("--wake-fd", type=int, required=True, help="The read end of the parent's wake pipe.")
 def controllers_command(wake_fd: int) -> None:
     """Run the controllers of the `serve` that started this process (settings as JSON on stdin)."""
+    # Until the settings come, the parent decides: a Ctrl-C at the terminal reaches this process too, and
+    # the parent's stop closes the stdin this process waits on (a KeyboardInterrupt here would only print).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     # Not cli.server: the API (FastAPI, uvicorn, the routes) has no business in this process.
     from federation.cli import process_setup as setup
 

@@ -197,6 +197,11 @@ def session_processes(session: int) -> list[int]:
     return found
 
 
+def reading_stdin(pid: int) -> bool:
+    """Whether the process is blocked in read(2) on its descriptor 0 (``/proc/<pid>/syscall``: number, fd)."""
+    return Path(f"/proc/{pid}/syscall").read_text().startswith("0 0x0 ")
+
+
 def test_a_launched_child_that_never_gets_its_settings_ends_quietly(
     tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
@@ -207,6 +212,24 @@ def test_a_launched_child_that_never_gets_its_settings_ends_quietly(
     handle.stop()  # the parent's start failed: the child's stdin closes without settings
     assert child.returncode == 0
     assert "Traceback" not in capfd.readouterr().err  # it read nothing, parsed nothing, ran nothing
+
+
+def test_a_ctrl_c_leaves_a_child_waiting_for_its_settings_to_its_parent(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    handle = ControllerProcess(Settings(data_dir=tmp_path))
+    handle.launch()
+    assert handle._launched is not None
+    child = handle._launched[0]
+    try:
+        wait_for(lambda: reading_stdin(child.pid), timeout=DEADLINE, interval=0.05, what="the child to wait")
+        child.send_signal(signal.SIGINT)  # a terminal's Ctrl-C reaches the whole process group
+        time.sleep(0.5)
+        assert child.poll() is None  # still waiting: its parent decides, by closing its stdin
+    finally:
+        handle.stop()
+    assert child.returncode == 0
+    assert "Traceback" not in capfd.readouterr().err
 
 
 @pytest.mark.postgres
