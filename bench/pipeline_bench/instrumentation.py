@@ -204,9 +204,12 @@ def _install(counters: ProcessCounters, api: bool = True) -> None:
         original = getattr(runner, method, None)
         if original is not None:
             setattr(runner, method, _labelled(original, label, counters))
-    if not api:  # a controller process: it serves no API (nor imports it for the bench's sake)
-        return
-    # The agents' heartbeats (``--lease-clusters``) apart from the rest of the API's statements.
+    if api:  # not in a controller process: it serves no API (nor imports it for the bench's sake)
+        _after_import("federation.api.agent", lambda: _label_lease_renewals(counters))
+
+
+def _label_lease_renewals(counters: ProcessCounters) -> None:
+    """The agents' heartbeats (``--lease-clusters``) apart from the rest of the API's statements."""
     from federation.api import agent
 
     renew: Any = getattr(agent, "_renew", None)
@@ -293,7 +296,8 @@ def instrumented_serve() -> None:
         _instrument_controller_process(counts)
         # Counted from the moment `serve` imports its server module, not before: importing the store and
         # the API here would make the parent pay for them before it launches its controllers' child, where
-        # `serve` itself launches the child first (``cmd_serve``) and imports them while the child starts.
+        # `serve` itself launches the child first (``cmd_serve``) and imports them while the child starts
+        # (the API's modules after it has handed the child its settings).
         _after_import("federation.cli.server", lambda: _install(counters, api=True))
     threading.Thread(target=counters.dump_every, args=(0.5,), name="bench-counters", daemon=True).start()
     atexit.register(counters.dump)

@@ -10,8 +10,6 @@ import os
 from collections.abc import Callable
 
 from federation import gc_tuning
-from federation.controllers.assembly import ControllerDeps, build_reconcilers
-from federation.controllers.members_access import MemberAccess
 from federation.controllers.runtime import (
     ControllerRunner,
     SystemClock,
@@ -71,6 +69,10 @@ def tune_collector(settings: Settings) -> None:
 
 
 def start_controllers(settings: Settings, uow: UnitOfWork, box: SecretBox) -> ControllerRunner:
+    # Imported here: `serve`'s API process, whose controllers run in a child, never loads them.
+    from federation.controllers.assembly import ControllerDeps, build_reconcilers
+    from federation.controllers.members_access import MemberAccess
+
     clock = SystemClock()
     identity = default_identity()
     members = MemberAccess(uow, box, settings.members)

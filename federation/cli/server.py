@@ -28,11 +28,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import uvicorn
-from fastapi import FastAPI
-
-from federation.api.app import ApiContext, create_app
 from federation.cli import serving
 from federation.cli.controller_process import ControllerProcess
 from federation.cli.process_setup import (  # re-exported: `serve`, `up` and the tests use them from here
@@ -53,6 +50,12 @@ from federation.store.db import UnitOfWork, autovacuum_off, make_engine, private
 from federation.store.keycheck import verify_key
 from federation.store.tokens import TokenRepository
 from federation.tlsfiles import TlsFiles
+
+if TYPE_CHECKING:  # imported where used: `serve` hands its controllers' child the settings before these load
+    import uvicorn
+    from fastapi import FastAPI
+
+    from federation.api.app import ApiContext
 
 __all__ = [
     "MALLOC_ARENAS",
@@ -156,6 +159,10 @@ class ServerProcess:
             self.runner = start_controllers(self.settings, uow, box)
             self.stop_hooks.append(self.runner.stop)
             notify = self.runner.wake
+        # The API's modules (FastAPI, the routes, the schemas: ~1 s of a core) load only now, while the
+        # controllers' child, which has its settings, starts its first passes on the other core.
+        from federation.api.app import ApiContext
+
         self.api_context = ApiContext(self.settings, engine, uow, box, notify=notify)
         return self.api_context
 
@@ -164,6 +171,8 @@ class ServerProcess:
         return self.kubeconfig_path or self.settings.kubeconfig_path()
 
     def bind(self, app: FastAPI) -> None:
+        import uvicorn
+
         api = self.settings.api
         try:
             self._sock = bind_socket(api.host, api.port)
@@ -193,7 +202,10 @@ class ServerProcess:
         """Prepare (the controllers start here) and bind; when that fails, whatever started is stopped again
         (a port in use must not leave a process that holds the leader lease on its way out)."""
         try:
-            self.bind(create_app(self.prepare()))
+            context = self.prepare()
+            from federation.api.app import create_app
+
+            self.bind(create_app(context))
         except BaseException:
             self._run_stop_hooks()
             raise
