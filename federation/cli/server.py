@@ -116,9 +116,8 @@ class ServerProcess:
 
     def prepare(self) -> ApiContext:
         """Migrate, load and verify the key, bootstrap the admin token; the context the app is built from."""
-        if (
-            self.controller_process is not None
-        ):  # launched by `serve` already: stopped too if this start fails
+        if self.controller_process is not None:
+            # Launched by `serve` before this was built: stopped with the rest if this start fails.
             self.stop_hooks.append(self.controller_process.stop)
         url = self.settings.resolved_database_url()
         private_directory(self.settings.data_dir)  # the kubeconfig and the CA's key live there too

@@ -123,3 +123,42 @@ def test_a_database_error_is_one_line_when_the_command_loads_sqlalchemy_itself()
     assert ran["exit"] == 1
     lines = str(ran["output"]).splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: the database is not available: "), lines
+
+
+# What `serve` imports only after it launched its controllers' child (``cmd_serve``), so that the child's
+# imports run beside its own: the store, the API, the controllers, the member clients, the migrations.
+LAUNCH_BEFORE = ("alembic", "fastapi", "federation.api", "federation.controllers", "federation.store")
+LAUNCH = """
+import json, sys
+from click.testing import CliRunner
+from federation.cli import controller_process
+from federation.cli.main import cli
+
+at_launch = []
+
+def launch(self):
+    at_launch.append(sorted(m for m in {modules!r} if m in sys.modules))
+    raise SystemExit(3)
+
+controller_process.ControllerProcess.launch = launch
+result = CliRunner().invoke(cli, ["serve", "--database-url", "postgresql://nobody@127.0.0.1:9/none"])
+print(json.dumps({{"exit": result.exit_code, "at_launch": at_launch}}))
+"""
+
+
+def test_serve_launches_its_controllers_child_before_it_imports_the_server_side(tmp_path: Path) -> None:
+    env = {**os.environ, "FEDERATION_DATA_DIR": str(tmp_path)}
+    code = LAUNCH.format(modules=LAUNCH_BEFORE)
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, env=env)
+    ran = json.loads(done.stdout.splitlines()[-1])
+    assert ran["exit"] == 3, done.stderr  # it got to the launch
+    assert ran["at_launch"] == [[]]
+
+
+def test_the_server_module_leaves_the_api_and_the_controllers_to_later() -> None:
+    """`serve`'s API process hands its child the settings before it imports the API, and never imports the
+    controllers that run in the child (``ServerProcess.prepare``)."""
+    modules = ("fastapi", "uvicorn", "federation.api", "federation.controllers.assembly")
+    code = f"import json, sys; import federation.cli.server; print(json.dumps([m for m in {modules!r} if m in sys.modules]))"
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    assert json.loads(done.stdout) == []
