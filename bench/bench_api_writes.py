@@ -26,7 +26,7 @@ import time
 from typing import Any
 
 import httpx
-from bench_failover import add_gc_option, print_runs, run_series
+from bench_failover import add_series_options, print_runs, run_series
 from bench_leases import PG_ADMIN_URL, api_only_replica, statements
 from pipeline_bench.workload import deployment, percentile, write_all
 
@@ -71,10 +71,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--writes", type=int, default=3000)
     parser.add_argument("--writers", type=int, default=8)
-    parser.add_argument("--runs", type=int, default=1)
-    parser.add_argument("--pg-admin-url", default=PG_ADMIN_URL)
-    parser.add_argument("--json", action="store_true", help="one JSON line per run")
-    add_gc_option(parser)
+    add_series_options(parser, PG_ADMIN_URL)
     args = parser.parse_args()
     results = run_series(args, run_once)
     if not args.json:

@@ -515,6 +515,15 @@ def add_gc_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_series_options(parser: argparse.ArgumentParser, pg_admin_url: str) -> None:
+    """What a benchmark run by ``run_series`` on one Postgres server takes besides its own options:
+    ``--runs`` (a fresh database and server each), ``--pg-admin-url``, ``--json``, ``--gc``."""
+    parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--pg-admin-url", default=pg_admin_url)
+    parser.add_argument("--json", action="store_true", help="one JSON line per run")
+    add_gc_option(parser)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from bench_failover import add_gc_option, print_runs, run_series
+from bench_failover import add_series_options, print_runs, run_series
 from pipeline_bench.database import database_url, fresh_database
 from pipeline_bench.leases import agent_names, join_agents, renew
 from pipeline_bench.processes import wait_for
@@ -139,10 +139,7 @@ def main() -> None:
     parser.add_argument("--clusters", type=int, default=200)
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--seconds", type=float, default=15.0)
-    parser.add_argument("--runs", type=int, default=1)
-    parser.add_argument("--pg-admin-url", default=PG_ADMIN_URL)
-    parser.add_argument("--json", action="store_true", help="one JSON line per run")
-    add_gc_option(parser)
+    add_series_options(parser, PG_ADMIN_URL)
     args = parser.parse_args()
     results = run_series(args, run_once)
     if not args.json:
