@@ -135,7 +135,7 @@ class StoredWork:
 
     @property
     def cluster(self) -> str:
-        return _cluster_of_namespace(self.key.namespace)
+        return cluster_of_namespace(self.key.namespace)
 
     def differs(self, desired: Mapping[str, Any]) -> bool:
         """Whether writing ``desired`` over this Work changes it (a tombstoned Work always is revived)."""
@@ -340,10 +340,10 @@ def is_tombstoned(work: Mapping[str, Any]) -> bool:
 
 
 def cluster_of(work: Mapping[str, Any]) -> str:
-    return _cluster_of_namespace(str((work.get("metadata") or {}).get("namespace") or ""))
+    return cluster_of_namespace(str((work.get("metadata") or {}).get("namespace") or ""))
 
 
-def _cluster_of_namespace(namespace: str) -> str:
+def cluster_of_namespace(namespace: str) -> str:
     prefix = execution_namespace("")
     return namespace[len(prefix) :] if namespace.startswith(prefix) else ""
 

@@ -60,7 +60,7 @@ from federation.store.errors import Conflict
 from federation.store.events import EventEntry, EventRepository, InvolvedObject
 from federation.store.manifest import view
 from federation.store.tables import ClusterRow, WorkRow
-from federation.store.works import WorkRepository, claim_for_push
+from federation.store.works import WorkRepository, WorkToSync, claim_for_push
 
 log = logging.getLogger(__name__)
 
@@ -176,8 +176,8 @@ class WorkSync:
                 self.claim_seconds,
                 holder=holder,
             )
-            # Views: a task's manifests are only read (``apply`` sends a copy of what it changes).
-            works = WorkRepository(session).by_ids([c.id for c in claimed], shared=True)
+            # A task's manifests are only read (``apply`` sends a copy of what it changes).
+            works = WorkRepository(session).to_sync([c.id for c in claimed])
             tasks = []
             for item in claimed:
                 if item.id not in works:
@@ -401,14 +401,14 @@ def failure_message(result: SyncResult) -> str:
     return f"Failed to apply all manifests ({result.succeeded}/{len(result.task.manifests)}): {joined}"
 
 
-def _task(claim: Claim, work: Mapping[str, Any]) -> SyncTask:
-    spec = work.get("spec") or {}
+def _task(claim: Claim, work: WorkToSync) -> SyncTask:
+    spec = work.spec
     manifests = tuple((spec.get("workload") or {}).get("manifests") or ())
     return SyncTask(
         claim=claim,
-        cluster=rendering.cluster_of(work),
+        cluster=rendering.cluster_of_namespace(work.namespace),
         manifests=manifests,
-        delete=rendering.is_tombstoned(work),
+        delete=work.deleting,
         preserve=bool(spec.get("preserveResourcesOnDeletion")),
         suspended=bool(spec.get("suspendDispatching")),
     )

@@ -117,6 +117,11 @@ SEALERS: dict[type[ObjectMixin], Sealer] = {
 }
 
 
+def unseal_work_spec(spec: Any, box: SecretBox | None) -> Any:
+    """A Work spec read as column values (no ORM load, so no load hook) with its Secret data unsealed."""
+    return _work_apply(spec, box, unseal_body)
+
+
 def seal_manifest(manifest: Mapping[str, Any], box: SecretBox | None) -> dict[str, Any]:
     """A whole manifest with its Secret data sealed as its table seals it (what the change log stores)."""
     return _transform_manifest(manifest, box, seal_body)

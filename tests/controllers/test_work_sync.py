@@ -253,6 +253,45 @@ def test_a_configmap_is_propagated_whole_and_healthy(harness: Harness, start_sim
     assert stored is not None and "status" not in stored
 
 
+def test_a_secret_reaches_its_member_in_plaintext_while_stored_sealed(
+    harness: Harness, start_sim: StartSim
+) -> None:
+    """Work sync reads a claimed Work's spec as column values, past the ORM's load hook that unseals Secret
+    data: it must unseal it itself, or the member would get the ciphertext."""
+    from sqlalchemy import Text, cast
+
+    from federation.controllers.execution import ExecutionController
+    from federation.controllers.work_sync import WorkSync
+    from federation.store.db import UnitOfWork
+
+    m1 = start_sim("member1")
+    harness.add_cluster("member1", m1)
+    uow = UnitOfWork.for_engine(harness.engine, harness.box)  # as serve's controllers have it: with the key
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "db", "namespace": "default"},
+        "type": "Opaque",
+        "data": {"password": "cGxhaW4tcGFzc3dvcmQ="},
+    }
+    with uow() as session:
+        from federation.store.repository import ObjectRepository
+
+        template = ObjectRepository(session, "Secret", "v1").create(secret)
+    harness.add_binding(template, [{"name": "member1"}])
+    ExecutionController(uow, harness.clock).reconcile()
+    with harness.engine.connect() as connection:
+        [stored] = connection.scalars(select(cast(WorkRow.__table__.c.spec, Text)))
+    assert "cGxhaW4tcGFzc3dvcmQ=" not in stored and "sealedData" in stored
+
+    sync = WorkSync(uow, harness.clock, "test-owner", harness.members)
+    sync.reconcile()  # (the harness's own rounds have no key: they would fail to read the sealed template)
+    found = member_object(m1, "Secret", "db")
+    assert found is not None
+    assert found["data"] == {"password": "cGxhaW4tcGFzc3dvcmQ="}
+    assert "sealedData" not in found
+
+
 def test_backoff_doubles_and_is_capped() -> None:
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
     from datetime import timedelta
