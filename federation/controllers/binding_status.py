@@ -15,8 +15,9 @@ Invariants:
   `assembleWorkStatus`).
 - `FullyApplied` is True `FullyAppliedSuccess` iff the items cover exactly the expected clusters
   (`spec.clusters` + `requiredBy` + clusters held by a non-Directly eviction task) and every item is
-  applied; otherwise False `FullyAppliedFailed`. A binding that was never scheduled and has no Works is
-  left alone (there is nothing to report yet).
+  applied; otherwise False `FullyAppliedFailed`. A binding none of whose Works has been reported on (no
+  Work status yet) and that has no report to correct is left alone (``needs_status``), as Karmada's
+  rb-status controller, which neither a Work's creation nor the scheduler's write wakes.
 - The template's status (Deployment, StatefulSet) is the sum over the items (`status_interpreter`).
 - A batch's statuses are written by one UPDATE per table, each row checking the resourceVersion it was read
   at, as column values from Core rows (no ORM object per binding or template: ``binding_writes``,
@@ -148,8 +149,13 @@ def binding_status(
 
 
 def needs_status(binding: Mapping[str, Any], works: Sequence[WorkStatusView]) -> bool:
-    """Whether there is anything to report: a placement, Works, or an old report to correct."""
-    return bool(expected_clusters(binding) or works or (binding.get("status") or {}).get("aggregatedStatus"))
+    """Whether there is anything to report: a Work that its member's side (work sync, a Pull agent) has
+    reported on, or an old report to correct. As Karmada's rb-status controller, which a Work's status
+    change or deletion wakes, never a Work's creation or the scheduler's write of ``spec.clusters``: a new
+    placement whose Works nobody has reported on yet gets no status, where it used to get FullyApplied False
+    with no items, then False with every item unapplied, each rewritten (with its template's status) a
+    moment later: two of a binding's four status writes on the way to FullyApplied."""
+    return any(work.status for work in works) or bool((binding.get("status") or {}).get("aggregatedStatus"))
 
 
 def template_status(template: Mapping[str, Any], items: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:

@@ -208,11 +208,17 @@ def test_status_writes_neither_requeue_nor_repeat(harness: Harness) -> None:
     generation = harness.binding(binding)["metadata"]["generation"]  # type: ignore[index]
 
     harness.execution.reconcile()
-    harness.status.reconcile()  # no member: the Work is not applied yet
+    harness.sync.reconcile()  # no such cluster: work sync reports the Work not applied
+    harness.status.reconcile()
     current = harness.binding(binding)
     assert current is not None
     assert current["status"]["aggregatedStatus"] == [
-        {"clusterName": "member1", "applied": False, "health": "Unknown"}
+        {
+            "clusterName": "member1",
+            "applied": False,
+            "appliedMessage": "Failed to apply all manifests (0/1): cluster 'member1' is not registered",
+            "health": "Unknown",
+        }
     ]
     assert current["metadata"]["generation"] == generation
     assert _queues(harness) == queues
@@ -232,14 +238,46 @@ def test_a_binding_that_was_never_scheduled_gets_no_status(harness: Harness) -> 
 
 
 def _scheduled(harness: Harness, count: int) -> list[dict[str, Any]]:
-    """``count`` bindings on two clusters, their Works written (not applied: no member)."""
+    """``count`` bindings on two clusters, their Works written and reported not applied (no member)."""
     bindings = []
     for index in range(count):
         template = harness.add_template(nginx(f"app{index}", replicas=2))
         placement = [{"name": "member1", "replicas": 1}, {"name": "member2", "replicas": 1}]
         bindings.append(harness.add_binding(template, placement))
     harness.execution.reconcile()
+    harness.sync.reconcile()
     return bindings
+
+
+def test_a_placement_gets_a_status_once_a_work_of_it_is_reported_on(harness: Harness) -> None:
+    """As Karmada's rb-status controller: neither the scheduler's write nor the Works' creation is news; the
+    first report on a Work is, and then every Work of the binding is an item (the unreported one Unknown)."""
+    template = harness.add_template(nginx(replicas=2))
+    binding = harness.add_binding(
+        template, [{"name": "member1", "replicas": 1}, {"name": "member2", "replicas": 1}]
+    )
+    harness.status.reconcile()  # scheduled, no Work yet
+    harness.execution.reconcile()
+    harness.status.reconcile()  # Works nobody has reported on
+    current = harness.binding(binding)
+    assert current is not None and "aggregatedStatus" not in (current.get("status") or {})
+    assert harness.template(template).get("status") is None  # type: ignore[union-attr]
+
+    work = next(w for w in harness.works().values() if w["metadata"]["namespace"] == "karmada-es-member1")
+    applied = {"type": "Applied", "status": "True", "reason": "AppliedSuccessful", "message": ""}
+    with harness.uow() as session:
+        WorkRepository(session).objects.update_status(
+            "karmada-es-member1", work["metadata"]["name"], {"conditions": [applied]}
+        )
+    harness.status.reconcile()
+    current = harness.binding(binding)
+    assert current is not None
+    assert current["status"]["aggregatedStatus"] == [
+        {"clusterName": "member1", "applied": True, "health": "Unknown"},
+        {"clusterName": "member2", "applied": False, "health": "Unknown"},
+    ]
+    fully = next(c for c in current["status"]["conditions"] if c["type"] == "FullyApplied")
+    assert (fully["status"], fully["reason"]) == ("False", "FullyAppliedFailed")
 
 
 @pytest.mark.parametrize("count", [1, 8])
