@@ -273,7 +273,8 @@ def test_sigterm_of_the_leader_releases_its_lease_to_the_other_replica(tmp_path:
         assert first.process.wait(timeout=DEADLINE) == 0
         released = leader_lease(database)
         assert released.holder != held.holder  # given up on the way out, not left to run out
-        assert released.expires_at is not None and released.expires_at < held.expires_at
+        if released.holder is None:  # (the second replica's first try may have taken it already)
+            assert released.expires_at is not None and released.expires_at < held.expires_at
 
         def taken_by_another() -> LeaderLease | None:
             lease = leader_lease(database)
