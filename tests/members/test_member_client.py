@@ -102,6 +102,43 @@ def test_a_static_token_is_not_reapplied_before_every_request(
     assert calls == []
 
 
+@pytest.mark.parametrize(
+    ("path", "query", "content_type"),
+    [
+        ("/version", None, "application/json"),
+        ("/api/v1/namespaces", [], "application/json"),
+        (
+            "/apis/apps/v1/deployments",
+            [
+                ("labelSelector", "karmada.io/managed=true,app in (a b)"),
+                ("limit", "500"),
+                ("continue", "eyJ+/="),
+            ],
+            "application/json",
+        ),
+        (
+            "/apis/apps/v1/namespaces/ns/deployments/web",
+            [("fieldManager", "federation"), ("force", "true")],
+            "application/apply-patch+yaml",
+        ),
+    ],
+)
+def test_requests_carry_what_the_clients_own_serialisation_gives(
+    client: KubernetesMemberClient, path: str, query: list[tuple[str, str]] | None, content_type: str
+) -> None:
+    """The URL and headers are built once per content type instead of by ``param_serialize`` per call: they
+    must be what it gives (the token, the user agent, the quoting of every query value)."""
+    header_params = {"Accept": "application/json", "Content-Type": content_type}
+    _, url, headers, _, _ = client._api.param_serialize(
+        "GET", path, query_params=query or [], header_params=header_params, auth_settings=["BearerToken"]
+    )
+    for _ in range(2):  # the second time from the kept headers, which the first call's caller may change
+        mine = client._headers_for(content_type)
+        assert (client._url(path, query), mine) == (url, headers)
+        assert mine["authorization"].startswith("Bearer ")
+        mine["Content-Type"] = "changed"
+
+
 def test_get_and_delete(client: KubernetesMemberClient) -> None:
     client.apply(
         {
