@@ -7,9 +7,10 @@ One pass (every `controllers.status_interval_seconds`):
    others: probe `/readyz` (fallback `/healthz`), and when healthy collect nodeSummary and resourceSummary.
    No transaction is open during member I/O. The summary comes from informers on the member's nodes and
    pods (`members.cluster_watch`, Karmada's node and pod informers) when the client can watch and
-   `members.status_watch` is on: at rest a pass costs the member one request, the probe. Until they are
-   synced (a new member or client, a failed watch not listed again yet), when the member refuses them, or
-   without watches, it is one LIST of nodes and one of pods as before.
+   `members.status_watch` is on: at rest a pass costs the member one request, the probe. Informers taking
+   in their LIST (a new member or client, a start-up) are waited for, up to one request timeout, as
+   Karmada waits for its caches to sync. When that runs out, a failed watch is not listed again yet, the
+   member refuses them, or without watches, it is one LIST of nodes and one of pods as before.
    kubernetesVersion and apiEnablements are collected on the first healthy pass of a member (and of its
    client: new credentials may point elsewhere), on the first healthy pass after it was not, and then every
    `DISCOVERY_EVERY_PASSES`-th pass; the passes between reuse them. Why: they change only when the
@@ -119,17 +120,20 @@ class Observation:
 
 
 def observe(
-    client: MemberClient, known: Discovered | None = None, watch: ClusterWatch | None = None
+    client: MemberClient,
+    known: Discovered | None = None,
+    watch: ClusterWatch | None = None,
+    listing_wait_seconds: float = 0.0,
 ) -> Observation:
     """Probe, then collect (version and enablements only without ``known``; the summary from ``watch``
-    when it can tell, else by LIST); a failed collection keeps the probe's verdict (and the previous
-    fields)."""
+    when it can tell, waiting up to ``listing_wait_seconds`` for a LIST it is taking in, else by LIST); a
+    failed collection keeps the probe's verdict (and the previous fields)."""
     result = client.probe()
     condition = observed_ready(result.online, result.healthy, result.error)
     if not result.ok:
         return Observation(condition)
     try:
-        summary = summary_of(watch, client.resource_summary)
+        summary = summary_of(watch, client.resource_summary, listing_wait_seconds=listing_wait_seconds)
         if known is not None:
             return Observation(condition, known.version, known.enablements, summary)
         return Observation(condition, client.version(), client.api_enablements(), summary, discovered=True)
@@ -349,8 +353,10 @@ class ClusterStatusController:
         clients = self.members.clients(names)  # every member's credentials in one read
         known = {name: self._reusable(name, clients[name]) for name in names}
         watched = self._watch(clients)
+        # A watch still taking in its LIST is given one request timeout, then listed beside (the other).
+        wait = self.member_settings.request_timeout_seconds
         outcomes = run_concurrently(
-            lambda name: _observe_one(clients[name], known[name], watched.get(name)),
+            lambda name: _observe_one(clients[name], known[name], watched.get(name), wait),
             names,
             self.member_settings.max_concurrency,
             budget,
@@ -438,11 +444,11 @@ def _posted_since(lease: Lease | None, created: datetime) -> bool:
 
 
 def _observe_one(
-    client: MemberClient | MemberError, known: Discovered | None, watch: ClusterWatch | None
+    client: MemberClient | MemberError, known: Discovered | None, watch: ClusterWatch | None, wait: float
 ) -> Observation:
     if isinstance(client, MemberError):
         return Observation(collection_failed(client.reason))
-    return observe(client, known, watch)
+    return observe(client, known, watch, wait)
 
 
 def _name(cluster: Mapping[str, Any]) -> str:

@@ -22,6 +22,7 @@ Invariants:
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
@@ -88,6 +89,19 @@ class ClusterWatch:
     def refused(self) -> bool:
         return self._nodes.informer.refused is not None or self._pods.informer.refused is not None
 
+    @property
+    def listing(self) -> bool:
+        """Taking in a LIST that nothing went wrong with yet (the first, or one after a 410): both informers
+        running, neither failed nor refused, not both synced."""
+        informers = (self._nodes.informer, self._pods.informer)
+        return not self.synced and all(i.alive and i.error is None and i.refused is None for i in informers)
+
+    def wait_listed(self, timeout: float, poll_seconds: float = 0.05) -> None:
+        """Return once the LIST being taken in is done, has failed, or ``timeout`` seconds have passed."""
+        deadline = time.monotonic() + timeout
+        while self.listing and time.monotonic() < deadline:
+            time.sleep(poll_seconds)
+
     def summary(self) -> ClusterSummary | None:
         """The member's summary as the informers have it; None when they cannot tell (not synced)."""
         with self._lock:
@@ -144,7 +158,16 @@ class ClusterWatches:
         return len(self._watches)
 
 
-def summary_of(watch: ClusterWatch | None, fallback: Callable[[], ClusterSummary]) -> ClusterSummary:
-    """The summary from ``watch`` when it can tell, else from ``fallback`` (a LIST of nodes and pods)."""
-    found = watch.summary() if watch is not None else None
+def summary_of(
+    watch: ClusterWatch | None, fallback: Callable[[], ClusterSummary], *, listing_wait_seconds: float = 0.0
+) -> ClusterSummary:
+    """The summary from ``watch`` when it can tell, else from ``fallback`` (a LIST of nodes and pods). A
+    watch taking in its LIST is waited for, up to ``listing_wait_seconds``, as Karmada's cluster-status
+    controller waits for its informers' caches to sync: listing beside it made a start-up's member serve
+    every pod twice, and decoding them twice cost the controllers' process as much."""
+    if watch is None:
+        return fallback()
+    if watch.listing:
+        watch.wait_listed(listing_wait_seconds)
+    found = watch.summary()
     return found if found is not None else fallback()

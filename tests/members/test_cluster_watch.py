@@ -274,6 +274,38 @@ def test_a_watch_gives_no_summary_until_both_informers_listed() -> None:
     assert not watch.synced
 
 
+def test_a_watch_taking_in_its_list_is_waited_for_rather_than_listed_beside() -> None:
+    member = FakeMember({"Node": [NODE], "Pod": [POD]})
+    watch = ClusterWatch(member).start()  # type: ignore[arg-type]
+    listed: list[str] = []
+
+    def fallback() -> ClusterSummary:
+        listed.append("LIST")
+        return ClusterSummary({}, {})
+
+    try:
+        assert watch.listing
+        # The wait runs out: listed beside, as without a wait.
+        assert summary_of(watch, fallback, listing_wait_seconds=0.1) == ClusterSummary({}, {})
+        assert listed == ["LIST"]
+        threading.Timer(0.2, member.release.set).start()
+        assert summary_of(watch, fallback, listing_wait_seconds=10) == summarize([NODE], [POD])
+        assert listed == ["LIST"] and not watch.listing
+    finally:
+        watch.stop()
+
+
+def test_a_failed_watch_is_listed_beside_at_once() -> None:
+    watch = ClusterWatch(FakeMember({}, refuse=500)).start()  # type: ignore[arg-type]
+    try:
+        wait_for(lambda: not watch.listing, what="the informers' LIST failed")
+        assert summary_of(watch, lambda: ClusterSummary({}, {}), listing_wait_seconds=60) == ClusterSummary(
+            {}, {}
+        )
+    finally:
+        watch.stop()
+
+
 def test_a_member_that_refuses_gives_no_summary() -> None:
     watch = ClusterWatch(FakeMember({}, refuse=403)).start()  # type: ignore[arg-type]
     wait_for(lambda: watch.refused, what="refused")
