@@ -41,7 +41,10 @@ target) spread over the same replicas as the writers; stopped before the idle wi
   process: API replicas run none), and after both a 3 s window has passed with no write at a member and the
   servers at the idle level: CPU at most max(1.5 * idle, idle + 10 points of a core) and rows written
   (pg_stat_database) at most max(1.5 * idle, idle + 5) per second. The level is the measured idle, not zero:
-  idle is not free yet.
+  idle is not free yet. With ``--cold-starts K`` the servers are restarted K times in a row: a start's time
+  varies more from one to the next than a change may move it. ``cold_start_seconds`` and
+  ``cold_start_ready_seconds`` are then the medians of the K starts (each in ``cold_start_seconds_each`` and
+  ``cold_start_ready_seconds_each``); the other cold-start figures are the first start's.
 
 Figures (one JSON object with ``--json``): ``api_writes_per_s`` (N / first write → last answer),
 ``api_write_p50_ms`` / ``api_write_p99_ms`` (Deployment PUTs), ``lease_puts``, ``lease_put_p50_ms`` /
@@ -174,6 +177,9 @@ def main(argv: list[str] | None = None) -> None:
         choices=("TERM", "INT"),
         default="TERM",
         help="how the cold start stops the servers (TERM: as docker and Kubernetes do)",
+    )
+    parser.add_argument(
+        "--cold-starts", type=int, default=1, help="restarts in a row (the figures: their medians)"
     )
     parser.add_argument("--poll-seconds", type=float, default=0.5)
     parser.add_argument("--pgbench-seconds", type=int, default=10)

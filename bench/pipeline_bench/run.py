@@ -302,6 +302,7 @@ def run_bench(args: argparse.Namespace) -> dict[str, Any]:
                 run["rss_after"] = [r.rss_by_process() for r in bench.replicas]
                 run["heap_after"] = [r.heap("after", trim=True) for r in bench.replicas]
                 cold = bench.cold_start(idle)
+                cold["again"] = [bench.cold_start(idle) for _ in range(args.cold_starts - 1)]
             result = {**pipeline_figures(bench, run), **idle_figures(run, idle, cold)}
             if args.heap_dir:
                 result["heap"] = heap_figures(run)
