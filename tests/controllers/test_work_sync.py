@@ -8,10 +8,13 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Text, cast, select
 
-from federation.controllers.work_sync import backoff_seconds
+from federation.controllers.execution import ExecutionController
+from federation.controllers.work_sync import WorkSync, backoff_seconds
 from federation.sim import RunningSimulator
+from federation.store.db import UnitOfWork
+from federation.store.repository import ObjectRepository
 from federation.store.tables import WorkRow
 from tests.controllers.test_execution_support import Harness, harness, member_object, nginx, ready, start_sim
 
@@ -258,12 +261,6 @@ def test_a_secret_reaches_its_member_in_plaintext_while_stored_sealed(
 ) -> None:
     """Work sync reads a claimed Work's spec as column values, past the ORM's load hook that unseals Secret
     data: it must unseal it itself, or the member would get the ciphertext."""
-    from sqlalchemy import Text, cast
-
-    from federation.controllers.execution import ExecutionController
-    from federation.controllers.work_sync import WorkSync
-    from federation.store.db import UnitOfWork
-
     m1 = start_sim("member1")
     harness.add_cluster("member1", m1)
     uow = UnitOfWork.for_engine(harness.engine, harness.box)  # as serve's controllers have it: with the key
@@ -275,8 +272,6 @@ def test_a_secret_reaches_its_member_in_plaintext_while_stored_sealed(
         "data": {"password": "cGxhaW4tcGFzc3dvcmQ="},
     }
     with uow() as session:
-        from federation.store.repository import ObjectRepository
-
         template = ObjectRepository(session, "Secret", "v1").create(secret)
     harness.add_binding(template, [{"name": "member1"}])
     ExecutionController(uow, harness.clock).reconcile()
