@@ -339,10 +339,6 @@ def is_tombstoned(work: Mapping[str, Any]) -> bool:
     return bool((work.get("metadata") or {}).get(DELETION_TIMESTAMP))
 
 
-def cluster_of(work: Mapping[str, Any]) -> str:
-    return cluster_of_namespace(str((work.get("metadata") or {}).get("namespace") or ""))
-
-
 def cluster_of_namespace(namespace: str) -> str:
     prefix = execution_namespace("")
     return namespace[len(prefix) :] if namespace.startswith(prefix) else ""
