@@ -1,6 +1,6 @@
 """The one HTTP client of the federation API, shared by the CLI and the pull-mode agent: bearer auth,
 a timeout on every call, Kubernetes `Status` bodies turned into `ApiError`, and `continue`-token paging.
-Outside the layers: it depends on httpx only.
+Outside the layers: it depends on httpx and ``listening`` (how long an idle connection is kept) only.
 
 TLS as client-go does it: a CA given (the kubeconfig's ``certificate-authority-data``) is the only root
 trusted; without one the system roots verify; ``insecure`` (``insecure-skip-tls-verify``) verifies nothing.
@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import httpx
+
+from federation.listening import CLIENT_IDLE_SECONDS
 
 
 class ApiError(Exception):
@@ -46,6 +48,8 @@ class ApiClient:
             timeout=timeout,
             transport=transport,
             verify=tls_verify(ca_pem, insecure),
+            # An agent's lease renewals, 10 s apart, reuse one connection.
+            limits=httpx.Limits(keepalive_expiry=CLIENT_IDLE_SECONDS),
         )
 
     def close(self) -> None:

@@ -43,7 +43,7 @@ from federation.cli.process_setup import (  # re-exported: `serve`, `up` and the
     tune_collector,
 )
 from federation.controllers.runtime import ControllerRunner
-from federation.listening import bind_socket
+from federation.listening import SERVER_IDLE_SECONDS, bind_socket
 from federation.settings import Settings
 from federation.store import migrate
 from federation.store.db import UnitOfWork, autovacuum_off, make_engine, private_directory
@@ -191,6 +191,7 @@ class ServerProcess:
             ssl_keyfile=self.tls.key_file if self.tls else None,
             # A stop waits this long for requests in flight, not for idle keep-alive clients to leave.
             timeout_graceful_shutdown=GRACEFUL_STOP_SECONDS,
+            timeout_keep_alive=SERVER_IDLE_SECONDS,  # an agent's renewals reuse one connection
         )
         self._server = uvicorn.Server(config)
         server = self._server

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import httpx
 
+from federation.listening import CLIENT_IDLE_SECONDS
 from federation.members.kubeconfig import Kubeconfig
 
 # httpx logs every request at INFO: a line per member per status interval in an idle server's log. A failed
@@ -75,7 +76,12 @@ def make_http_client(
     headers = {"Authorization": f"Bearer {config.token}"} if config.token else {}
     verify = ssl_context(config) if transport is None else True
     return httpx.Client(
-        base_url=config.server, headers=headers, timeout=timeout, verify=verify, transport=transport
+        base_url=config.server,
+        headers=headers,
+        timeout=timeout,
+        verify=verify,
+        transport=transport,
+        limits=httpx.Limits(keepalive_expiry=CLIENT_IDLE_SECONDS),  # one connection from probe to probe
     )
 
 

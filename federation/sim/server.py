@@ -18,7 +18,7 @@ from typing import Any
 
 import uvicorn
 
-from federation.listening import bind_socket
+from federation.listening import SERVER_IDLE_SECONDS, bind_socket
 from federation.sim.app import SimApp, build_app
 from federation.sim.cluster import SimCluster
 from federation.sim.config import Faults, SimulatorConfig
@@ -65,7 +65,13 @@ class Simulator:
             self.tls = make_tls(self.config.host, self.config.name)
             ssl = {"ssl_certfile": self.tls.cert_file, "ssl_keyfile": self.tls.key_file}
         uv_config = uvicorn.Config(
-            app, log_level="warning", lifespan="off", access_log=False, timeout_graceful_shutdown=1, **ssl
+            app,
+            log_level="warning",
+            lifespan="off",
+            access_log=False,
+            timeout_graceful_shutdown=1,
+            timeout_keep_alive=SERVER_IDLE_SECONDS,  # as a kube-apiserver: probes reuse one connection
+            **ssl,
         )
         self.server = uvicorn.Server(uv_config)
 
