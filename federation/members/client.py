@@ -6,7 +6,9 @@ Invariants:
 - Every failure is a ``MemberError`` naming the cluster: ``kind`` is one of kubeconfig, unreachable, timeout,
   unauthorized, forbidden, not_found, conflict, invalid, api.
 - ``apply`` is server-side apply with field manager ``federation`` and ``force=true``; server-owned fields
-  are stripped from the manifest first, and a missing namespace is created once and the apply retried.
+  are stripped from the manifest first. A namespace the client has not yet seen on the member is created
+  before the first apply into it (201, or 409: it exists); one that went missing since (404) is created and
+  the apply retried.
 - Resource names come from discovery (cached per group/version, refreshed on a miss); a kind the member
   does not advertise falls back to Kubernetes' plural guess, so objects of unlisted kinds still round-trip.
 - LISTs are paged (``LIST_PAGE`` objects, ``limit``/``continue`` as kubectl) and their pages handed over
@@ -106,6 +108,7 @@ def _build_api_client(name: str, config: Kubeconfig) -> kubernetes.client.ApiCli
 
 
 LIST_PAGE = 500  # objects per LIST page (kubectl's chunk size)
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")  # in every cluster
 Visit = Callable[[list[dict[str, Any]]], None]  # takes one LIST page's items
 
 
@@ -129,6 +132,9 @@ class KubernetesMemberClient:
         self._headers: dict[str, dict[str, str]] = {}  # content type → the headers of every request with it
         self._http = make_http_client(self.config, timeout, probe_transport)
         self._discovery = Discovery(self._get_json)
+        # Namespaces known to exist on the member (every cluster has the system ones); an apply into another
+        # creates it first (``_create_namespace_first``).
+        self._namespaces: set[str] = set(SYSTEM_NAMESPACES)
         self._streams: set[Any] = set()  # open WATCH responses, which ``interrupt`` ends
         self._streams_lock = threading.Lock()
         self.closed = False
@@ -238,14 +244,30 @@ class KubernetesMemberClient:
         patch = functools.partial(
             self.request, "PATCH", path, query=query, body=encoded, content_type=APPLY_CONTENT_TYPE
         )
+        namespace = str(meta["namespace"]) if namespaced else None
+        if namespace is not None and namespace not in self._namespaces:
+            self._create_namespace_first(namespace)
         try:
-            return dict(patch())
+            applied = dict(patch())
         except MemberError as err:
-            namespace = meta.get("namespace")
-            if err.kind != "not_found" or not namespace:
+            if err.kind != "not_found" or namespace is None:
                 raise
+            self.ensure_namespace(namespace)  # deleted since this client saw it, or not ours to create
+            applied = dict(patch())
+        if namespace is not None:
+            self._namespaces.add(namespace)
+        return applied
+
+    def _create_namespace_first(self, namespace: str) -> None:
+        """Before the first apply into a namespace this client has not seen on the member: create it (201,
+        or 409 where it exists). Where it is missing that is two calls (create, apply), not three (an apply
+        answered 404, the create, the apply again); where it exists, one more call once per namespace in the
+        client's life. An identity that may not create namespaces (403) applies as before."""
+        try:
             self.ensure_namespace(namespace)
-            return dict(patch())
+        except MemberError as err:
+            if err.kind != "forbidden":
+                raise
 
     def ensure_namespace(self, namespace: str) -> None:
         body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
@@ -254,6 +276,7 @@ class KubernetesMemberClient:
         except MemberError as err:
             if err.kind != "conflict":
                 raise
+        self._namespaces.add(namespace)
 
     def delete(self, api_version: str, kind: str, namespace: str | None, name: str) -> bool:
         path = self._object_path(api_version, kind, namespace, name)

@@ -89,6 +89,78 @@ def test_apply_leaves_the_callers_manifest_as_it_was(client: KubernetesMemberCli
     assert applied["metadata"]["namespace"] == "default" and applied["metadata"]["uid"] != "u-1"
 
 
+def _counting(client: KubernetesMemberClient, forbid_namespaces: bool = False) -> list[str]:
+    """The writes ``client`` makes from now on, as ``METHOD path`` (its discovery GETs left out); with
+    ``forbid_namespaces`` its identity may not create namespaces (a 403, as a member's RBAC would answer)."""
+    calls: list[str] = []
+    real = client.request
+
+    def request(method: str, path: str, **kwargs: Any) -> Any:
+        if method != "GET":
+            calls.append(f"{method} {path}")
+        if forbid_namespaces and (method, path) == ("POST", "/api/v1/namespaces"):
+            raise MemberError(client.name, "POST /api/v1/namespaces: 403 forbidden", kind="forbidden")
+        return real(method, path, **kwargs)
+
+    client.request = request  # type: ignore[method-assign]
+    return calls
+
+
+CREATE_NAMESPACE = "POST /api/v1/namespaces"
+
+
+def _apply_of(namespace: str, name: str) -> str:
+    return f"PATCH /apis/apps/v1/namespaces/{namespace}/deployments/{name}"
+
+
+def test_a_namespace_is_created_before_the_first_apply_into_it_and_then_never_again(
+    sim: RunningSimulator,
+) -> None:
+    """Two calls where the namespace is missing (create, apply), not three (an apply answered 404, the
+    create, the apply again); none more for the next objects, nor for the namespaces every cluster has."""
+    client = KubernetesMemberClient("member1", sim.kubeconfig)
+    calls = _counting(client)
+    client.apply(deployment("a", 1, namespace="team-b"))
+    client.apply(deployment("b", 1, namespace="team-b"))
+    client.apply(deployment("c", 1, namespace="default"))
+    assert calls == [
+        CREATE_NAMESPACE,
+        _apply_of("team-b", "a"),
+        _apply_of("team-b", "b"),
+        _apply_of("default", "c"),
+    ]
+    # A client that has not seen the namespace yet (a restart): one create answered 409, once.
+    other = KubernetesMemberClient("member1", sim.kubeconfig)
+    other_calls = _counting(other)
+    other.apply(deployment("a", 2, namespace="team-b"))
+    other.apply(deployment("b", 2, namespace="team-b"))
+    assert other_calls == [CREATE_NAMESPACE, _apply_of("team-b", "a"), _apply_of("team-b", "b")]
+    assert client.get("apps/v1", "Deployment", "team-b", "b")["spec"]["replicas"] == 2  # type: ignore[index]
+
+
+def test_a_namespace_deleted_after_the_client_saw_it_is_created_again(sim: RunningSimulator) -> None:
+    client = KubernetesMemberClient("member1", sim.kubeconfig)
+    client.apply(deployment("a", 1, namespace="team-c"))
+    assert client.delete("v1", "Namespace", None, "team-c") is True
+    wait_for(lambda: client.get("v1", "Namespace", None, "team-c") is None)
+    calls = _counting(client)
+    applied = client.apply(deployment("a", 1, namespace="team-c"))
+    assert applied["metadata"]["namespace"] == "team-c"
+    assert calls == [_apply_of("team-c", "a"), CREATE_NAMESPACE, _apply_of("team-c", "a")]
+
+
+def test_an_identity_that_may_not_create_namespaces_applies_into_existing_ones(sim: RunningSimulator) -> None:
+    KubernetesMemberClient("member1", sim.kubeconfig).apply(deployment("a", 1, namespace="team-d"))
+    restricted = KubernetesMemberClient("member1", sim.kubeconfig)
+    calls = _counting(restricted, forbid_namespaces=True)
+    restricted.apply(deployment("b", 1, namespace="team-d"))
+    assert calls == [CREATE_NAMESPACE, _apply_of("team-d", "b")]
+    # Where the namespace is missing, the apply fails as before: with the member's answer to the create.
+    with pytest.raises(MemberError) as failed:
+        restricted.apply(deployment("c", 1, namespace="team-e"))
+    assert failed.value.kind == "forbidden"
+
+
 def test_a_static_token_is_not_reapplied_before_every_request(
     client: KubernetesMemberClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
