@@ -167,7 +167,6 @@ def summary_of(
     every pod twice, and decoding them twice cost the controllers' process as much."""
     if watch is None:
         return fallback()
-    if watch.listing:
-        watch.wait_listed(listing_wait_seconds)
+    watch.wait_listed(listing_wait_seconds)  # at once when no LIST is being taken in
     found = watch.summary()
     return found if found is not None else fallback()
