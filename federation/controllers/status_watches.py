@@ -7,8 +7,8 @@ Invariants:
   memory and an object whose status did not change hands out nothing.
 - A round evaluates only the Works that need it: those (re)read from the database this round, those an
   informer saw change (``affected``: an index from member object to Works, kept as Works are tracked and
-  forgotten), and those a previous round could not finish (``pending``). A federation at rest costs no
-  member call and no evaluation.
+  forgotten; an object held by one Work, the rule, maps to its id, not to a set of one), and those a
+  previous round could not finish (``pending``). A federation at rest costs no member call and no evaluation.
 - A Work is evaluated only while every informer it reads is synced; otherwise it waits in ``pending``.
 - An object the informer does not hold may be one applied a moment ago whose event is still on its way:
   the Work is a *suspect* first and missing only when a GET ``missing_grace_seconds`` later still does not
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -48,7 +47,6 @@ log = logging.getLogger(__name__)
 
 SELECTOR = f"{MANAGED_LABEL}=true"
 MISSING_GRACE_SECONDS = 2.0
-ObjectRef = tuple[str, Kind, Key]  # (cluster, kind, (namespace, name))
 
 
 def project(obj: Mapping[str, Any]) -> bytes:
@@ -79,7 +77,9 @@ class StatusWatches:
         self._grace = missing_grace_seconds
         self._monotonic = monotonic
         self._informers: dict[tuple[str, Kind], Informer[bytes]] = {}
-        self._works_of: dict[ObjectRef, set[int]] = defaultdict(set)
+        # (cluster, kind) → member object → the Work holding it, or the Works when more than one does
+        # (one per object as a rule: an int, not a set of one, for each of 10,000s of objects).
+        self._works_of: dict[tuple[str, Kind], dict[Key, int | set[int]]] = {}
         self.pending: set[int] = set()
         self._suspects: dict[int, float] = {}  # Work id → when an object of it was first not found
 
@@ -87,20 +87,34 @@ class StatusWatches:
 
     def index(self, work_id: int, work: Tracked) -> None:
         for identity in work.manifests:
+            works_at = self._works_of.setdefault((work.cluster, kind_of(identity)), {})
             for key in lookup_keys(identity):
-                self._works_of[(work.cluster, kind_of(identity), key)].add(work_id)
+                held = works_at.get(key)
+                if held is None:
+                    works_at[key] = work_id
+                elif isinstance(held, set):
+                    held.add(work_id)
+                elif held != work_id:
+                    works_at[key] = {held, work_id}
 
     def unindex(self, work_id: int, work: Tracked) -> None:
         self.pending.discard(work_id)
         self._suspects.pop(work_id, None)
         for identity in work.manifests:
+            ref = (work.cluster, kind_of(identity))
+            works_at = self._works_of.get(ref)
+            if works_at is None:
+                continue
             for key in lookup_keys(identity):
-                ref = (work.cluster, kind_of(identity), key)
-                works = self._works_of.get(ref)
-                if works is not None:
-                    works.discard(work_id)
-                    if not works:
-                        del self._works_of[ref]
+                held = works_at.get(key)
+                if held == work_id:
+                    del works_at[key]
+                elif isinstance(held, set):
+                    held.discard(work_id)
+                    if len(held) == 1:
+                        works_at[key] = next(iter(held))
+            if not works_at:
+                del self._works_of[ref]
 
     # --- informers --------------------------------------------------------------------------------
 
@@ -142,9 +156,15 @@ class StatusWatches:
     def affected(self) -> set[int]:
         """The Works whose member objects changed since the last call."""
         found: set[int] = set()
-        for (cluster, kind), informer in self._informers.items():
-            for key in informer.drain():
-                found |= self._works_of.get((cluster, kind, key), set())
+        for ref, informer in self._informers.items():
+            changed = informer.drain()
+            works_at = self._works_of.get(ref, {})
+            for key in changed:
+                held = works_at.get(key)
+                if isinstance(held, set):
+                    found |= held
+                elif held is not None:
+                    found.add(held)
         return found
 
     # --- evaluation -------------------------------------------------------------------------------

@@ -21,7 +21,8 @@ Invariants:
 - A member object that is missing although its Work is applied (someone deleted it on the member) queues
   the Work for sync, which recreates it — Karmada's ``recreateResourceIfNeeded``.
 - The Works are not read whole every round: the collector keeps what a round needs of each applied Work
-  (``Tracked``) and reads only the Works written since its last read (``change_feed`` over
+  (``Tracked``; the manifests' identities once per distinct tuple, shared by a template's Works) and
+  reads only the Works written since its last read (``change_feed`` over
   ``updated_at``), with a full read at start and every resync. A Work deleted without a write first (its
   cluster unjoined) is dropped with its cluster, or when the round finds it gone. Only changes are written.
 """
@@ -56,6 +57,7 @@ from federation.members.client import MemberClient
 from federation.members.errors import MemberError
 from federation.members.informer import can_watch
 from federation.members.pool import run_concurrently
+from federation.shared_instances import SharedInstances
 from federation.store import status_writes
 from federation.store.applied_works import (
     WorkState,
@@ -92,6 +94,8 @@ class WorkStatusCollector:
     # Cluster → how many tracked manifests of each kind: a round decides which informers run without
     # going over every tracked Work (woken by watches, rounds come often while members change).
     _kinds: dict[str, Counter[Kind]] = field(default_factory=dict)
+    # One instance of each distinct manifests tuple: a template's Works on its clusters carry the same.
+    _manifests: SharedInstances[tuple[Identity, ...]] = field(default_factory=SharedInstances)
 
     def wake_with(self, wake: Callable[[str], None]) -> None:
         """The runner's ``wake``: an informer that sees a member object change runs the next round now."""
@@ -153,7 +157,8 @@ class WorkStatusCollector:
         self._forget(state.id)
         if not state.tracked:
             return
-        manifests = tuple(Identity(*map(interned, entry)) for entry in state.manifests)
+        self._manifests.prune(len(self._tracked), lambda: (t.manifests for t in self._tracked.values()))
+        manifests = self._manifests.share(tuple(Identity(*map(interned, e)) for e in state.manifests))
         tracked = Tracked(interned(state.cluster), manifests, digest(state.manifest_statuses))
         self._tracked[state.id] = tracked
         self._kinds.setdefault(tracked.cluster, Counter()).update(kind_of(i) for i in manifests)

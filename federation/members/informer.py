@@ -4,6 +4,10 @@ informer, as client-go's, on a thread of its own.
 Invariants:
 - It keeps a *projection* of each object (what its consumer reads, e.g. a few bytes of status), never the
   objects: a LIST is taken in a page at a time, and an event is projected and dropped.
+- Equal projections are kept once (``_shared``): a member's objects mostly look alike to a consumer (10,000
+  Deployments of one replica, all ready; pods with the same requests), so the cache holds one instance per
+  distinct projection, not one per object (``SharedInstances``: projections no object has any more do not
+  pile up). A key's namespace is interned (a member has few).
 - ``synced`` is True once a LIST has been taken in and while the watch that follows it runs. A failure (the
   member unreachable, the stream cut, an ``ERROR`` event) makes it False until the next LIST has been taken
   in, so a consumer reads the cache only while it reflects the member. A 410 (the watch's resourceVersion
@@ -19,12 +23,14 @@ Invariants:
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
 from collections.abc import Callable, Hashable, Iterator, Mapping
 from typing import Any, Generic, Protocol, TypeVar
 
 from federation.members.errors import MemberError
+from federation.shared_instances import SharedInstances
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +75,7 @@ class Expired(Exception):
 
 def key_of(obj: Mapping[str, Any]) -> Key:
     meta = obj.get("metadata") or {}
-    return (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+    return (sys.intern(str(meta.get("namespace") or "")), str(meta.get("name") or ""))
 
 
 class Informer(Generic[P]):
@@ -93,6 +99,7 @@ class Informer(Generic[P]):
         self._watch_timeout = watch_timeout_seconds
         self._lock = threading.Lock()
         self._cache: dict[Key, P] = {}
+        self._shared: SharedInstances[P] = SharedInstances()  # touched by the informer's thread only
         self._changed: set[Key] = set()
         self._synced = False
         self.refused: MemberError | None = None
@@ -178,7 +185,7 @@ class Informer(Generic[P]):
 
         def take(page: list[dict[str, Any]]) -> None:
             for obj in page:
-                fresh[key_of(obj)] = self._project(obj)
+                fresh[key_of(obj)] = self._projection(obj)
 
         version = self.client.list_for_watch(self.api_version, self.kind, self.selector, take)
         with self._lock:
@@ -187,7 +194,12 @@ class Informer(Generic[P]):
             self._cache = fresh
             self._mark(changed)
             self._synced = True
+        self._shared.prune(len(self._cache), self._cache.values)
         return version
+
+    def _projection(self, obj: Mapping[str, Any]) -> P:
+        """The object's projection, as the instance already kept when an equal one is."""
+        return self._shared.share(self._project(obj))
 
     def _watch(self, version: str) -> str:
         """One stream from ``version``; the resourceVersion it ends at."""
@@ -213,10 +225,11 @@ class Informer(Generic[P]):
                     if self._cache.pop(key, None) is not None:
                         self._mark({key})
                 else:
-                    projected = self._project(obj)
+                    projected = self._projection(obj)
                     if self._cache.get(key) != projected:
                         self._cache[key] = projected
                         self._mark({key})
+            self._shared.prune(len(self._cache), self._cache.values)
         return version
 
     def _mark(self, keys: set[Key]) -> None:

@@ -1,7 +1,8 @@
 """Work status collection holds little per Work and never a member's whole LIST (issue 12, memory).
 
-- A tracked Work is its cluster, an ``Identity`` tuple per manifest (strings interned, shared by the
-  Works of one template on several clusters) and a 16-byte digest: bounded bytes per Work.
+- A tracked Work is its cluster, an ``Identity`` tuple per manifest (strings interned, the tuple shared by
+  the Works of one template on several clusters) and a 16-byte digest: bounded bytes per Work, its entry
+  in the index from member objects to Works (an id, not a set of one) included.
 - A round matches a member's LIST a page at a time (``Sightings``) and keeps only the statuses that
   changed: no member object of an earlier page is alive when the next page is read, and the outcome is
   the same as matching the whole LIST (namespace-less manifests found in "default", missing objects).
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
+import tracemalloc
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,6 +20,7 @@ import pytest
 from sqlalchemy import update
 
 from federation.controllers.status_sightings import Identity, Sightings, Tracked, digest
+from federation.controllers.status_watches import StatusWatches
 from federation.controllers.work_status import WorkStatusCollector
 from federation.model.status_interpreter import manifest_status
 from federation.sim import RunningSimulator
@@ -54,9 +57,7 @@ def _deep_size(obj: Any, seen: set[int]) -> int:
     return size
 
 
-def test_a_tracked_work_costs_a_few_hundred_bytes_and_shares_its_strings() -> None:
-    collector = WorkStatusCollector(uow=None, clock=None, members=None)  # type: ignore[arg-type]
-    templates = 200
+def _track_templates(collector: WorkStatusCollector, templates: int) -> None:
     for index in range(templates):
         manifest = deployment(f"app{index:05d}", 1, namespace=f"team{index % 10}")
         for offset, cluster in enumerate(("member1", "member2", "member3")):
@@ -66,15 +67,54 @@ def test_a_tracked_work_costs_a_few_hundred_bytes_and_shares_its_strings() -> No
             entries = [tuple(_decoded(list(identity)))]  # decoded: the strings are not yet shared
             state = WorkState(3 * index + offset, NOW, 1, work["cluster"], True, entries, work["statuses"])
             collector._track(state)
+
+
+def test_a_tracked_work_costs_a_few_hundred_bytes_and_shares_its_strings() -> None:
+    collector = WorkStatusCollector(uow=None, clock=None, members=None)  # type: ignore[arg-type]
+    templates = 200
+    _track_templates(collector, templates)
     tracked = collector._tracked
     assert len(tracked) == 3 * templates
     # One template's Works on three clusters share its name, kind, namespace and the cluster names.
     first, second = tracked[0], tracked[1]
     assert first.manifests[0].name is second.manifests[0].name
+    assert first.manifests is second.manifests  # one tuple of identities for the three
     assert first.manifests == (Identity("apps/v1", "Deployment", "team0", "app00000"),)
     assert first.digest == digest([{"identifier": {"ordinal": 0}, "health": "Healthy"}])
-    # ~310 bytes a Work (the dict's slot included); a dict per manifest was ~870.
-    assert _deep_size(tracked, set()) / len(tracked) < 450
+    # ~240 bytes a Work (the dict's slot included); ~320 with a tuple of identities each, ~870 with a
+    # dict per manifest.
+    assert _deep_size(tracked, set()) / len(tracked) < 300
+
+
+def test_what_the_collector_holds_per_work_index_included_stays_a_few_hundred_bytes() -> None:
+    """Everything tracking allocates and keeps (``Tracked``, the kinds counted, the index from member
+    objects to Works), measured by what stays allocated: ~350 bytes a Work; ~770 when each object of the
+    index held a set of one Work and each Work its own tuple of identities."""
+    collector = WorkStatusCollector(uow=None, clock=None, members=None)  # type: ignore[arg-type]
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        _track_templates(collector, 1000)
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert held / len(collector._tracked) < 500
+
+
+def test_the_index_keeps_an_object_held_by_several_works_until_the_last_is_forgotten() -> None:
+    watches = StatusWatches()
+    app = Identity("apps/v1", "Deployment", "team0", "app")
+    first, second = Tracked("member1", (app,), b""), Tracked("member1", (app,), b"")
+    watches.index(1, first)
+    watches.index(2, second)
+    watches.index(2, second)  # indexed again (a Work re-read): still once
+    assert watches._works_of == {("member1", ("apps/v1", "Deployment")): {("team0", "app"): {1, 2}}}
+    watches.unindex(1, first)
+    assert watches._works_of == {("member1", ("apps/v1", "Deployment")): {("team0", "app"): 2}}
+    watches.unindex(1, first)  # forgotten twice: nothing changes
+    assert watches._works_of == {("member1", ("apps/v1", "Deployment")): {("team0", "app"): 2}}
+    watches.unindex(2, second)
+    assert watches._works_of == {}
 
 
 def _tracked(cluster: str, *identities: Identity, statuses: list[dict[str, Any]] | None = None) -> Tracked:

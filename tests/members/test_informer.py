@@ -7,11 +7,13 @@ import queue
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import orjson
 import pytest
 
 from federation.members import informer as informer_module
 from federation.members.errors import MemberError
 from federation.members.informer import Informer
+from federation.shared_instances import SLACK
 from tests.members.helpers import wait_for
 
 END = object()  # ends the current stream (the server's timeout)
@@ -144,3 +146,34 @@ def test_stop_ends_the_thread() -> None:
     wait_for(lambda: client.watched_from == ["1"], what="watching")
     informer.stop()
     wait_for(lambda: not informer.alive, what="the thread ended")
+
+
+def test_equal_projections_are_kept_once_and_a_keys_namespace_is_interned() -> None:
+    # Decoded from JSON as a member's answer is: equal strings, distinct objects.
+    listed = orjson.loads(orjson.dumps([obj("a", 1), obj("b", 2), obj("c", 3, "Pending")]))
+    client = ScriptedClient([(listed, 3)])
+    informer = started(client, [])
+    try:
+        wait_for(lambda: informer.synced and client.watched_from == ["3"], what="listed and watching")
+        client.events.put({"type": "ADDED", "object": orjson.loads(orjson.dumps(obj("d", 4)))})
+        wait_for(lambda: informer.get(("ns", "d")) is not None, what="the added object")
+        assert informer.get(("ns", "a")) is informer.get(("ns", "b")) is informer.get(("ns", "d"))
+        assert informer.get(("ns", "c")) == "Pending"
+        namespaces = {id(key[0]) for key in informer._cache}
+        assert len(namespaces) == 1
+    finally:
+        informer.stop()
+
+
+def test_projections_no_object_has_any_more_are_not_kept() -> None:
+    client = ScriptedClient([([obj("a", 1)], 1)])
+    informer = started(client, [])
+    try:
+        wait_for(lambda: informer.synced and client.watched_from == ["1"], what="listed and watching")
+        phases = 3 * SLACK
+        for rv in range(2, phases + 2):  # one object through thousands of distinct projections
+            client.events.put({"type": "MODIFIED", "object": obj("a", rv, f"phase-{rv}")})
+        wait_for(lambda: informer.get(("ns", "a")) == f"phase-{phases + 1}", what="the last event")
+        assert len(informer._shared) <= 2 * len(informer._cache) + SLACK + 1
+    finally:
+        informer.stop()
