@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 from sqlalchemy import Engine, Text, cast, insert, select
-from sqlalchemy.exc import StatementError
+from sqlalchemy.exc import IntegrityError, StatementError
 
+from federation.store import bulkrows
 from federation.store.bulkrows import OnConflict, delete_rows, insert_columns, insert_rows, update_rows
 from federation.store.tables import ChangeLogRow, EventRow, SchedulingDecisionRow, table_of
 
@@ -89,6 +90,37 @@ def test_one_statement_for_the_batch_on_postgres(engine: Engine) -> None:
     if engine.dialect.name == "postgresql":
         assert statements.count == 1
     assert len(_stored(engine, LOG, LOG.c.revision)) == 500
+
+
+def test_a_batch_past_the_byte_budget_goes_as_several_statements_of_one_transaction(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """libpq keeps a connection's output buffer as large as its largest message: a batch is cut into
+    statements under ``MAX_STATEMENT_BYTES``, all rows written, matched rows counted across them."""
+    monkeypatch.setattr(bulkrows, "MAX_STATEMENT_BYTES", 8_000)
+    rows = [_log_row(n, object={"pad": "x" * 100, "n": n}) for n in range(1, 201)]  # ~30 KB of JSON
+    with engine.begin() as connection, count_statements(engine) as statements:
+        assert insert_rows(connection, LOG, rows) == 200
+    if engine.dialect.name == "postgresql":
+        assert 4 <= statements.count <= 8
+    assert [r["object"]["n"] for r in _stored(engine, LOG, LOG.c.revision)] == list(range(1, 201))
+    changes = [((n, f"c{n}"), {"object": {"pad": "y" * 100, "n": -n}}) for n in range(1, 201)]
+    with engine.begin() as connection, count_statements(engine) as statements:
+        assert update_rows(connection, LOG, ("revision", "name"), changes) == 200
+    if engine.dialect.name == "postgresql":
+        assert 4 <= statements.count <= 8
+    assert [r["object"]["n"] for r in _stored(engine, LOG, LOG.c.revision)] == [-n for n in range(1, 201)]
+
+
+def test_a_cut_batch_whose_last_statement_fails_leaves_no_row_of_it(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bulkrows, "MAX_STATEMENT_BYTES", 8_000)
+    rows = [_log_row(n, object={"pad": "x" * 100}) for n in range(1, 201)]
+    rows[-1]["revision"] = 1  # the last statement repeats the first row's key
+    with pytest.raises(IntegrityError), engine.begin() as connection:
+        insert_rows(connection, LOG, rows)
+    assert _stored(engine, LOG, LOG.c.revision) == []
 
 
 def test_a_batch_whose_rows_differ_is_refused_before_anything_is_sent(engine: Engine) -> None:
