@@ -184,7 +184,8 @@ def update_rows(
 def _rows_per_statement(params: Mapping[str, Any], count: int) -> int:
     """How many of the batch's ``count`` rows one statement may carry: all of them while the encoded
     parameters stay under ``MAX_STATEMENT_BYTES``, else an even share of as many statements as the size
-    needs (a row larger than the budget alone still goes, alone)."""
+    needs (a row larger than the budget alone still goes, alone). The shares are encoded again: only a
+    batch past the budget pays that (~10 ms of orjson per 9 MB), and its size is known only once encoded."""
     size = sum(_encoded_size(value) for value in params.values())
     if size <= MAX_STATEMENT_BYTES or count <= 1:
         return count
