@@ -15,9 +15,12 @@ import pytest
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
+from federation.controllers import work_status
 from federation.members.client import KubernetesMemberClient
 from federation.members.errors import MemberError
 from federation.sim import RunningSimulator, run_simulator_in_thread
+from federation.store import status_writes
+from federation.store.errors import Conflict
 from federation.store.tables import WorkRow
 from federation.store.works import WorkRepository
 from tests.controllers.test_execution_support import Harness, member_object
@@ -222,6 +225,46 @@ def test_a_round_writes_the_changed_statuses_by_a_fixed_number_of_statements(
     # Which Works were written since the last read, those Works, the Push clusters, the members'
     # credentials; the rows to write; their revisions, change-log rows and one executemany UPDATE.
     assert log.count == 4 + 1 + 3, "\n".join(log.statements)
+    assert statuses_ready(harness, WORKLOADS)
+
+
+def test_a_round_writes_many_changed_statuses_a_chunk_per_transaction(
+    harness: Harness, sim: RunningSimulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write holds each Work whole: a round that finds thousands changed writes them ``WRITE_CHUNK`` at a
+    time, each chunk its own transaction with the same few statements."""
+    monkeypatch.setattr(work_status, "WRITE_CHUNK", 5)
+    with harness.uow() as session:
+        stale_statuses(harness, sim, session)
+    with count_statements(harness.engine) as log:
+        assert harness.collector.reconcile().processed == WORKLOADS
+    # The reads as above, then per chunk (5, 5 and 2 Works): its rows, revisions, change-log rows, UPDATE.
+    assert log.count == 4 + 3 * 4, "\n".join(log.statements)
+    assert statuses_ready(harness, WORKLOADS)
+
+
+def test_a_chunk_that_meets_a_concurrent_write_is_retried_and_the_others_stand(
+    harness: Harness, sim: RunningSimulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(work_status, "WRITE_CHUNK", 5)
+    with harness.uow() as session:
+        stale_statuses(harness, sim, session)
+    real_write, calls = status_writes.write_works, []
+
+    def second_conflicts(*args: Any, **kwargs: Any) -> Any:
+        calls.append(len(args[2]))
+        if len(calls) == 2:
+            raise Conflict("Work", "default", "", "written meanwhile")
+        return real_write(*args, **kwargs)
+
+    monkeypatch.setattr(status_writes, "write_works", second_conflicts)
+    assert harness.collector.reconcile().processed == WORKLOADS - 5  # the first and the last chunk
+    assert calls == [5, 5, 2]
+    with harness.uow() as session:
+        stale = session.scalars(select(WorkRow.id).where(WorkRow.status == {})).all()
+    assert len(stale) == 5  # the conflicting chunk's Works, rolled back whole
+    monkeypatch.setattr(status_writes, "write_works", real_write)
+    harness.collector.reconcile()  # the next round writes what was left
     assert statuses_ready(harness, WORKLOADS)
 
 
