@@ -80,7 +80,7 @@ MEMBER_OBJECTS = "MemberObject"
 # written and as its change-log event. At 10,000 bindings a round finds ~2,000 Works changed while the
 # members converge; written at once, they took the process tens of MB higher for a moment, and pymalloc
 # never gave those arenas back (long-lived objects allocated meanwhile pin them): the controllers' process
-# ended the pipeline ~55 MB larger than with chunks of 250 (bench/RESULTS.md, stop 39).
+# ended the pipeline ~50 MB larger than with chunks of 250 (bench/RESULTS.md, stop 39).
 WRITE_CHUNK = 250
 
 
