@@ -44,6 +44,7 @@ from sqlalchemy.orm import Session
 
 from federation.controllers import budget_records as records
 from federation.controllers import conditions, isolation
+from federation.controllers.batch_pipeline import chunks
 from federation.controllers.idle_gate import Probe
 from federation.controllers.runtime import Clock, Outcome
 from federation.model import budget, failover
@@ -122,8 +123,8 @@ class ApplicationFailover:
         now = self.clock.now()
         due = self._due(self._candidates(), now)
         written = 0
-        for start in range(0, len(due), self.batch_size):
-            written += self._judge_batch(due[start : start + self.batch_size], now)
+        for batch in chunks(due, self.batch_size):
+            written += self._judge_batch(batch, now)
         return Outcome.of(written, *BINDING_KINDS, TEMPLATE_KIND)
 
     # -- which bindings ---------------------------------------------------------------------------------

@@ -18,12 +18,18 @@ Invariants:
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
 B = TypeVar("B")
+
+
+def chunks(items: Sequence[T], size: int) -> Iterator[list[T]]:
+    """``items`` in consecutive lists of ``size`` (the last may be shorter): a pass's batches."""
+    for start in range(0, len(items), size):
+        yield list(items[start : start + size])
 
 
 class BatchWrites:

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -41,6 +41,7 @@ from sqlalchemy import or_
 from sqlalchemy.orm import Session
 
 from federation.controllers import conditions, isolation, rendering
+from federation.controllers.batch_pipeline import chunks
 from federation.controllers.change_feed import ChangeFeed
 from federation.controllers.feed_checkpoint import FeedCheckpoint
 from federation.controllers.idle_gate import Probe
@@ -199,7 +200,7 @@ class BindingStatusController:
         ids = self._changed(now)
         written = 0
         try:
-            for chunk in _chunks(ids, self.batch_size):
+            for chunk in chunks(ids, self.batch_size):
                 written += self._aggregate_batch(chunk)
         except Conflict as exc:
             # Another writer (the scheduler) changed a binding meanwhile; the feeds stay put, so the
@@ -367,8 +368,3 @@ def _write_template_status(
 
 def _template_uid(binding: Mapping[str, Any]) -> str:
     return str(((binding.get("spec") or {}).get("resource") or {}).get("uid") or "")
-
-
-def _chunks(items: Sequence[int], size: int) -> Iterator[list[int]]:
-    for start in range(0, len(items), size):
-        yield list(items[start : start + size])

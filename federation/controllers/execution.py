@@ -35,7 +35,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +44,7 @@ from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
 from federation.controllers import isolation, rendering
+from federation.controllers.batch_pipeline import chunks
 from federation.controllers.change_feed import ChangeFeed
 from federation.controllers.detector import TEMPLATE_KIND
 from federation.controllers.feed_checkpoint import FeedCheckpoint
@@ -126,7 +127,7 @@ class ExecutionController:
         now = self.clock.now()
         written = 0
         try:
-            for chunk in _chunks(self._changed(), self.batch_size):
+            for chunk in chunks(self._changed(), self.batch_size):
                 written += self._render_batch(chunk)
             written += self._tombstone_orphans()
         except Conflict as exc:
@@ -435,8 +436,3 @@ def _key_of(work: Mapping[str, Any]) -> rendering.WorkKey:
 def _describe(binding: Mapping[str, Any]) -> str:
     meta = binding.get("metadata") or {}
     return f"{binding.get('kind')} {meta.get('namespace') or ''}/{meta.get('name')}"
-
-
-def _chunks(items: Sequence[int], size: int) -> Iterator[list[int]]:
-    for start in range(0, len(items), size):
-        yield list(items[start : start + size])

@@ -38,6 +38,7 @@ from datetime import datetime
 from typing import Any
 
 from federation.controllers import rendering
+from federation.controllers.batch_pipeline import chunks
 from federation.controllers.change_feed import ChangeFeed
 from federation.controllers.members_access import MemberAccess
 from federation.controllers.runtime import Clock, Outcome
@@ -121,8 +122,7 @@ class WorkStatusCollector:
             return Outcome()
         observed = self._observe(fresh)  # only what changed or is missing
         written, conflicted = 0, False
-        for start in range(0, len(observed), WRITE_CHUNK):
-            chunk = observed[start : start + WRITE_CHUNK]
+        for chunk in chunks(observed, WRITE_CHUNK):
             try:
                 written += self._write(
                     [o for o in chunk if not o.missing], [o.work_id for o in chunk if o.missing]
