@@ -139,9 +139,11 @@ class ChangeFeed:
             self._delivered.clear()
             return
         floor = self._watermark - self.overlap
-        stale = [key for key, (stamp, _) in self._delivered.items() if stamp <= floor]
-        for key in stale:
-            del self._delivered[key]
+        kept = {key: seen for key, seen in self._delivered.items() if seen[0] > floor}
+        if len(kept) < len(self._delivered):
+            # Rebuilt, not deleted from: a dict never shrinks its table, and one full pass hands out every
+            # row (30,000 Works: ~1.3 MB a feed, held for good once the window had emptied it).
+            self._delivered = kept
 
     def checkpoint(self) -> dict[str, str | None] | None:
         """What ``resume`` needs, once a full pass committed (before that a successor could skip nothing).

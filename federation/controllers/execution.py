@@ -101,11 +101,11 @@ class ExecutionController:
     # Bindings waiting for a Directly-purged Work to disappear (a deletion leaves no row to watch).
     _blocked: set[int] = field(default_factory=set)
     # Binding id → what its Works were rendered from when they were last brought in line (``_versions``:
-    # its uid, digests of the binding and of its template): a binding the feeds show again for a write
+    # one digest of its uid, the binding and its template): a binding the feeds show again for a write
     # that changed none of it (a status write) needs no rendering. The uid because a row id can be reused
     # by a recreated binding (SQLite). Emptied by every full resync, so the level-triggered safety net
-    # still renders everything.
-    _handled: dict[int, tuple[str, str, str]] = field(default_factory=dict)
+    # still renders everything. 16 bytes a binding: kept for every binding (three hex strings were ~0.3 KB).
+    _handled: dict[int, bytes] = field(default_factory=dict)
     # Where the feeds stand, in the database: a restart resumes there rather than rendering everything.
     checkpoint: FeedCheckpoint = field(default_factory=lambda: FeedCheckpoint("execution"))
 
@@ -346,27 +346,23 @@ def apply_plan(
         works.mark_needs_sync(key.namespace, key.name)
 
 
-def _versions(binding: Mapping[str, Any], template: Mapping[str, Any] | None) -> tuple[str, str, str]:
-    """What a binding's Works are rendered from, as versions: the binding (its uid and a digest of its
-    labels and spec, all rendering reads of it besides its name) and a digest of its template as rendering
-    reads it (the view without status), all but its resourceVersion.
+def _versions(binding: Mapping[str, Any], template: Mapping[str, Any] | None) -> bytes:
+    """What a binding's Works are rendered from, as one digest: the binding (its uid, labels and spec, all
+    rendering reads of it besides its name) and its template as rendering reads it (the view without
+    status), all but their resourceVersions.
 
     Not the resourceVersions: status writes (binding status aggregates every Work status change into the
     binding's and the template's status) move them and show the binding in the feeds, but change nothing
     its Works are rendered from; they cost the feeds' read of the binding and template, not a render."""
     meta = binding["metadata"]
-    content = orjson.dumps([meta.get("labels") or {}, binding.get("spec") or {}], option=orjson.OPT_SORT_KEYS)
-    return str(meta.get("uid")), _digest(content), "" if template is None else _template_digest(template)
-
-
-def _template_digest(template: Mapping[str, Any]) -> str:
-    meta = {k: v for k, v in template["metadata"].items() if k != "resourceVersion"}
-    content = orjson.dumps({**template, "metadata": meta}, option=orjson.OPT_SORT_KEYS)
-    return _digest(content)
-
-
-def _digest(content: bytes) -> str:
-    return hashlib.blake2b(content, digest_size=16).hexdigest()
+    seen = None
+    if template is not None:
+        seen = {
+            **template,
+            "metadata": {k: v for k, v in template["metadata"].items() if k != "resourceVersion"},
+        }
+    content = [str(meta.get("uid")), meta.get("labels") or {}, binding.get("spec") or {}, seen]
+    return hashlib.blake2b(orjson.dumps(content, option=orjson.OPT_SORT_KEYS), digest_size=16).digest()
 
 
 def _binding_views(session: Session, ids: Sequence[int]) -> dict[int, dict[str, Any]]:

@@ -4,7 +4,9 @@ by ``karmada.io/managed=true`` as the LIST rounds were, so a member costs its ch
 Invariants:
 - An informer keeps, per member object, only the canonical JSON of what a ``manifestStatuses`` entry says
   of it (``observed_status``: reflected status and health, ~0.2 KB), so a Work's statuses are rebuilt from
-  memory and an object whose status did not change hands out nothing.
+  memory and an object whose status did not change hands out nothing. Its keys' names are interned
+  (``share_names``), as the tracked Works' are: one string per name for the informer, the Works and the
+  index.
 - A round evaluates only the Works that need it: those (re)read from the database this round, those an
   informer saw change (``affected``: an index from member object to Works, kept as Works are tracked and
   forgotten; an object held by one Work, the rule, maps to its id, not to a set of one), and those a
@@ -136,7 +138,7 @@ class StatusWatches:
         for kind in kinds:
             if (cluster, kind) not in self._informers:
                 self._informers[(cluster, kind)] = Informer(
-                    client, kind[0], kind[1], SELECTOR, project, self._changed
+                    client, kind[0], kind[1], SELECTOR, project, self._changed, share_names=True
                 ).start()
 
     def retain(self, clusters: set[str]) -> None:
@@ -175,8 +177,11 @@ class StatusWatches:
         """The Works among ``works`` whose statuses changed or whose objects are missing, from the
         informers; those that cannot be decided yet go to ``pending``."""
         found: list[Observed] = []
+        evaluated = {work_id for work_id, _ in works}
+        # Rebuilt, not discarded from: a set never shrinks its table (a start leaves every Work pending
+        # until the informers sync).
+        self.pending = {work_id for work_id in self.pending if work_id not in evaluated}
         for work_id, work in works:
-            self.pending.discard(work_id)
             try:
                 seen = self._evaluate(work_id, work, clients[work.cluster])
             except MemberError as err:  # the confirming GET failed: the member tells us nothing new

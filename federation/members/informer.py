@@ -7,13 +7,17 @@ Invariants:
 - Equal projections are kept once (``_shared``): a member's objects mostly look alike to a consumer (10,000
   Deployments of one replica, all ready; pods with the same requests), so the cache holds one instance per
   distinct projection, not one per object (``SharedInstances``: projections no object has any more do not
-  pile up). A key's namespace is interned (a member has few).
+  pile up). A key's namespace is interned (a member has few); with ``share_names`` its name too, for a
+  consumer that holds the names itself (work status interns its Works'): one string, not one per holder.
 - ``synced`` is True once a LIST has been taken in and while the watch that follows it runs. A failure (the
   member unreachable, the stream cut, an ``ERROR`` event) makes it False until the next LIST has been taken
   in, so a consumer reads the cache only while it reflects the member. A 410 (the watch's resourceVersion
   too old) lists again at once; other failures back off from 1 s to 30 s.
-- A key whose projection changed (added, changed, deleted) is handed out once by ``drain``. A re-list
-  compares the new projections with the ones held: a member that did not change hands out nothing.
+- A key whose projection changed (added, changed, deleted) is handed out once by ``drain``, with its
+  projection at the previous drain and now (None: absent), so a consumer that keeps an aggregate of the
+  projections (``cluster_watch``'s counts) needs no copy of them to take the old one out. A key changed
+  and changed back between two drains is not handed out. A re-list compares the new projections with
+  the ones held: a member that did not change hands out nothing.
 - ``on_change`` is called when a change arrives while nothing was waiting to be drained: at most one
   wake-up of the consumer per pass it makes, however many events arrive.
 - A member that refuses to list or watch the kind (403, 404, 405) ends the informer with ``refused`` set:
@@ -73,9 +77,10 @@ class Expired(Exception):
     """The watch's resourceVersion is older than the member keeps: list again."""
 
 
-def key_of(obj: Mapping[str, Any]) -> Key:
+def key_of(obj: Mapping[str, Any], share_names: bool = False) -> Key:
     meta = obj.get("metadata") or {}
-    return (sys.intern(str(meta.get("namespace") or "")), str(meta.get("name") or ""))
+    name = str(meta.get("name") or "")
+    return (sys.intern(str(meta.get("namespace") or "")), sys.intern(name) if share_names else name)
 
 
 class Informer(Generic[P]):
@@ -91,16 +96,19 @@ class Informer(Generic[P]):
         on_change: Callable[[], None] = lambda: None,
         *,
         watch_timeout_seconds: int = WATCH_TIMEOUT_SECONDS,
+        share_names: bool = False,
     ) -> None:
         self.client = client
         self.api_version, self.kind, self.selector = api_version, kind, selector
         self._project = project
         self._on_change = on_change
         self._watch_timeout = watch_timeout_seconds
+        self._share_names = share_names
         self._lock = threading.Lock()
         self._cache: dict[Key, P] = {}
         self._shared: SharedInstances[P] = SharedInstances()  # touched by the informer's thread only
-        self._changed: set[Key] = set()
+        # Key → its projection at the last drain (None: absent then), for the keys changed since.
+        self._changed: dict[Key, P | None] = {}
         self._synced = False
         self.refused: MemberError | None = None
         self.error: MemberError | None = None
@@ -121,11 +129,12 @@ class Informer(Generic[P]):
     def get(self, key: Key) -> P | None:
         return self._cache.get(key)
 
-    def drain(self) -> set[Key]:
-        """The keys whose projection changed since the last drain."""
+    def drain(self) -> dict[Key, tuple[P | None, P | None]]:
+        """The keys whose projection changed since the last drain: (projection then, projection now)."""
         with self._lock:
-            changed, self._changed = self._changed, set()
-        return changed
+            changed, self._changed = self._changed, {}
+            cache = self._cache
+            return {key: (then, now) for key, then in changed.items() if (now := cache.get(key)) != then}
 
     def __len__(self) -> int:
         return len(self._cache)
@@ -185,12 +194,13 @@ class Informer(Generic[P]):
 
         def take(page: list[dict[str, Any]]) -> None:
             for obj in page:
-                fresh[key_of(obj)] = self._projection(obj)
+                fresh[key_of(obj, self._share_names)] = self._projection(obj)
 
         version = self.client.list_for_watch(self.api_version, self.kind, self.selector, take)
         with self._lock:
             old = self._cache
-            changed = {k for k, p in fresh.items() if old.get(k) != p} | (old.keys() - fresh.keys())
+            changed = {k: old.get(k) for k, p in fresh.items() if old.get(k) != p}
+            changed.update((k, old[k]) for k in old.keys() - fresh.keys())
             self._cache = fresh
             self._mark(changed)
             self._synced = True
@@ -219,25 +229,27 @@ class Informer(Generic[P]):
             version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
             if kind == "BOOKMARK":
                 continue
-            key = key_of(obj)
+            key = key_of(obj, self._share_names)
             with self._lock:
                 if kind == "DELETED":
-                    if self._cache.pop(key, None) is not None:
-                        self._mark({key})
+                    if (held := self._cache.pop(key, None)) is not None:
+                        self._mark({key: held})
                 else:
                     projected = self._projection(obj)
-                    if self._cache.get(key) != projected:
+                    if (held := self._cache.get(key)) != projected:
                         self._cache[key] = projected
-                        self._mark({key})
+                        self._mark({key: held})
             self._shared.prune(len(self._cache), self._cache.values)
         return version
 
-    def _mark(self, keys: set[Key]) -> None:
-        """Under ``_lock``: note changed keys; the consumer is told when it has nothing waiting."""
-        if not keys:
+    def _mark(self, changes: Mapping[Key, P | None]) -> None:
+        """Under ``_lock``: note changed keys with what they held before (the first change since the last
+        drain keeps its own: what the consumer last saw); the consumer is told when it has nothing waiting."""
+        if not changes:
             return
         quiet = not self._changed
-        self._changed |= keys
+        for key, held in changes.items():
+            self._changed.setdefault(key, held)
         if quiet:
             try:
                 self._on_change()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from datetime import UTC, datetime, timedelta
 
 from federation.controllers.change_feed import ChangeFeed
@@ -88,3 +89,5 @@ def test_what_is_remembered_is_bounded_by_the_window() -> None:
     assert feed.remembered == 500
     _take(feed, 20, _rows((5000, 20, 1)))
     assert feed.remembered == 1
+    # And its memory with it: the table that held 1,000 rows is not kept for the one left.
+    assert sys.getsizeof(feed._delivered) == sys.getsizeof({5000: (T0, 1)})

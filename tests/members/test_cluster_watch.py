@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from federation.members.cluster_watch import ClusterWatch, ClusterWatches, _Counted, summary_of
 from federation.members.errors import MemberError
-from federation.members.informer import Key
+from federation.members.informer import Informer, Key
 from federation.members.summary import (
     ClusterSummary,
     PodTotals,
@@ -154,27 +154,20 @@ def test_views_equal_lists_on_edge_cases(
 # -- the counts kept from an informer's changes ------------------------------------------------------
 
 
-class FakeInformer:
-    """``drain`` and ``get`` as ``Informer`` has them, over a dict the test changes."""
+class EventsOnce:
+    """A watching client whose next WATCH yields the events queued and ends: the informer's own ``_watch``
+    runs them in the test's thread, so ``drain`` is what ``Informer`` hands out after exactly those
+    events."""
+
+    name = "m1"
+    closed = False
 
     def __init__(self) -> None:
-        self.cache: dict[Key, Any] = {}
-        self.changed: set[Key] = set()
+        self.queued: list[dict[str, Any]] = []
 
-    def put(self, key: Key, view: Any | None) -> None:
-        if view is None:
-            if self.cache.pop(key, None) is not None:
-                self.changed.add(key)
-        elif self.cache.get(key) != view:
-            self.cache[key] = view
-            self.changed.add(key)
-
-    def drain(self) -> set[Key]:
-        changed, self.changed = self.changed, set()
-        return changed
-
-    def get(self, key: Key) -> Any | None:
-        return self.cache.get(key)
+    def watch(self, *_: object) -> Iterator[dict[str, Any]]:
+        events, self.queued = self.queued, []
+        return iter(events)
 
 
 # Each step: (pod slot, the pod now there or None for deleted), applied in batches between two catch-ups.
@@ -188,17 +181,21 @@ steps = st.lists(
 def test_counts_kept_from_changes_sum_to_what_the_current_pods_sum_to(
     batches: list[list[tuple[int, dict[str, Any] | None]]],
 ) -> None:
-    informer = FakeInformer()
-    counted: _Counted[Any] = _Counted(informer)  # type: ignore[arg-type]
+    client = EventsOnce()
+    informer = Informer[Any](client, "v1", "Pod", "", pod_view)  # type: ignore[arg-type]
+    counted: _Counted[Any] = _Counted(informer)
     current: dict[Key, dict[str, Any]] = {}
     for batch in batches:
         for slot, pod in batch:
             key = ("default", f"p{slot}")
+            meta = {"namespace": key[0], "name": key[1], "resourceVersion": "2"}
             if pod is None:
                 current.pop(key, None)
+                client.queued.append({"type": "DELETED", "object": {"metadata": meta}})
             else:
                 current[key] = pod
-            informer.put(key, None if pod is None else pod_view(pod))
+                client.queued.append({"type": "MODIFIED", "object": {**pod, "metadata": meta}})
+        informer._watch("1")
         counted.catch_up()
         assert summarize_views({}, counted.counts) == summarize([], list(current.values()))
         assert all(counted.counts.values())  # a view no pod has any more is gone, not zero

@@ -4,6 +4,7 @@ what it hands out, and how it recovers (410 Expired, a member gone and back, a m
 from __future__ import annotations
 
 import queue
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -90,7 +91,8 @@ def test_events_change_the_cache_and_only_changed_projections_are_handed_out_onc
     informer = started(client, woken)
     try:
         wait_for(lambda: informer.synced and client.watched_from == ["2"], what="listed and watching")
-        assert informer.drain() == {("ns", "a"), ("ns", "b")} and len(woken) == 1
+        assert informer.drain() == {("ns", "a"): (None, "Running"), ("ns", "b"): (None, "Running")}
+        assert len(woken) == 1
         client.events.put({"type": "MODIFIED", "object": obj("a", 3)})  # same projection: nothing
         client.events.put({"type": "MODIFIED", "object": obj("b", 4, "Failed")})
         client.events.put({"type": "ADDED", "object": obj("c", 5)})
@@ -98,10 +100,14 @@ def test_events_change_the_cache_and_only_changed_projections_are_handed_out_onc
         client.events.put({"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "9"}}})
         client.events.put(END)
         wait_for(lambda: client.watched_from == ["2", "9"], what="the next stream from the bookmark")
-        assert informer.drain() == {("ns", "a"), ("ns", "b"), ("ns", "c")}
+        assert informer.drain() == {
+            ("ns", "a"): ("Running", None),
+            ("ns", "b"): ("Running", "Failed"),
+            ("ns", "c"): (None, "Running"),
+        }
         assert len(woken) == 2  # once per drain, not once per event
         assert informer.get(("ns", "a")) is None and informer.get(("ns", "b")) == "Failed"
-        assert informer.drain() == set()
+        assert informer.drain() == {}
     finally:
         informer.stop()
 
@@ -114,7 +120,7 @@ def test_an_expired_watch_lists_again_and_hands_out_only_what_differs() -> None:
         informer.drain()
         client.events.put({"type": "ERROR", "object": {"kind": "Status", "code": 410, "message": "too old"}})
         wait_for(lambda: client.watched_from == ["2", "7"], what="listed again and watching from its version")
-        assert informer.drain() == {("ns", "b")}
+        assert informer.drain() == {("ns", "b"): ("Running", "Failed")}
         assert informer.synced
     finally:
         informer.stop()
@@ -177,3 +183,33 @@ def test_projections_no_object_has_any_more_are_not_kept() -> None:
         assert len(informer._shared) <= 2 * len(informer._cache) + SLACK + 1
     finally:
         informer.stop()
+
+
+def test_a_drain_hands_out_what_the_previous_drain_saw_and_skips_a_change_undone() -> None:
+    client = ScriptedClient([([obj("a", 1), obj("b", 2)], 2)])
+    informer = started(client, [])
+    try:
+        wait_for(lambda: client.watched_from == ["2"], what="watching")
+        informer.drain()
+        client.events.put({"type": "MODIFIED", "object": obj("a", 3, "Failed")})
+        client.events.put({"type": "MODIFIED", "object": obj("a", 4, "Succeeded")})  # then: still Running
+        client.events.put({"type": "MODIFIED", "object": obj("b", 5, "Failed")})
+        client.events.put({"type": "MODIFIED", "object": obj("b", 6)})  # back to Running: no change
+        client.events.put(END)
+        wait_for(lambda: client.watched_from == ["2", "6"], what="the next stream")
+        assert informer.drain() == {("ns", "a"): ("Running", "Succeeded")}
+    finally:
+        informer.stop()
+
+
+def test_names_are_interned_only_for_a_consumer_that_shares_them() -> None:
+    for share_names in (True, False):
+        name = "".join(["web-", str(share_names)])  # built at run time: not interned by the compiler
+        client = ScriptedClient([([obj(name, 1)], 1)])
+        informer = Informer(client, "v1", "Pod", "", phase_of, share_names=share_names).start()
+        try:
+            wait_for(lambda informer=informer: informer.synced, what="listed")
+            (key,) = informer.drain()
+            assert (key[1] is sys.intern(f"web-{share_names}")) is share_names
+        finally:
+            informer.stop()
