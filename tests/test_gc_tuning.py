@@ -77,7 +77,7 @@ def test_serve_tunes_the_collector_once_started(monkeypatch, tmp_path) -> None:
 
     monkeypatch.setattr(server, "ServerProcess", StartedProcess)
     monkeypatch.setattr(cmd_serve, "announce", lambda process: order.append("announce"))
-    monkeypatch.setattr(server, "cap_malloc_arenas", lambda: None)
+    monkeypatch.setattr(server, "tune_malloc", lambda: None)
     monkeypatch.setenv("FEDERATION_PROCESS__GC_THRESHOLDS", "[4321, 11, 12]")
     monkeypatch.setenv("FEDERATION_PROCESS__GC_FREEZE_AT_START", "false")
     result = CliRunner().invoke(cli, ["serve", "--data-dir", str(tmp_path), "--insecure-http"])

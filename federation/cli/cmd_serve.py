@@ -103,7 +103,7 @@ def serve_command(
     try:
         from federation.cli import server  # the API, the store, the controllers: the import that takes long
 
-        server.cap_malloc_arenas()
+        server.tune_malloc()
         process = server.ServerProcess(
             settings, run_controllers=controllers, controllers_apart=apart, controller_process=child
         )

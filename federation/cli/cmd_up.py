@@ -251,7 +251,7 @@ def up_command(
     """Run everything locally: SQLite, the API server, all controllers and simulated members, joined."""
     tls = tls_settings(tls_cert_file, tls_private_key_file, insecure_http)
     settings = settings_from(cli, data_dir, "", port=port, **tls)  # always the embedded SQLite
-    server.cap_malloc_arenas()
+    server.tune_malloc()
     configure_logging("warning" if settings.log_level == "info" else settings.log_level)
     # A controller pass outlasting its interval is normal on a laptop; keep the console for real trouble.
     logging.getLogger("apscheduler").setLevel(logging.ERROR)

@@ -211,7 +211,7 @@ def controllers_command(wake_fd: int) -> None:
         return  # the parent stopped (or died) before it started the controllers: nothing to run
     settings = Settings.model_validate_json(given)
     setup.configure_logging(settings.log_level)
-    setup.cap_malloc_arenas()
+    setup.tune_malloc()
     if settings.controllers.process_niceness:
         os.nice(settings.controllers.process_niceness)  # the API's requests first, where cores are short
     stopped = threading.Event()

@@ -34,13 +34,13 @@ from federation.cli import serving
 from federation.cli.controller_process import ControllerProcess
 from federation.cli.process_setup import (  # re-exported: `serve`, `up` and the tests use them from here
     MALLOC_ARENAS,
-    cap_malloc_arenas,
     database_timeouts,
     key_source,
     secret_box,
     start_controllers,
     start_controllers_alone,
     tune_collector,
+    tune_malloc,
 )
 from federation.controllers.runtime import ControllerRunner
 from federation.listening import SERVER_IDLE_SECONDS, bind_socket
@@ -60,7 +60,7 @@ if TYPE_CHECKING:  # imported where used: `serve` hands its controllers' child t
 __all__ = [
     "MALLOC_ARENAS",
     "ServerProcess",
-    "cap_malloc_arenas",
+    "tune_malloc",
     "database_timeouts",
     "key_source",
     "secret_box",

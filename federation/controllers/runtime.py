@@ -120,19 +120,34 @@ def _malloc_trim() -> Callable[[int], int] | None:
     return cast("Callable[[int], int] | None", trim)
 
 
-# glibc's ``mallopt`` parameter for the number of arenas (``M_ARENA_MAX`` in malloc.h).
+# glibc's ``mallopt`` parameters (malloc.h): the number of arenas, the size served by a mapping of its own.
 _M_ARENA_MAX = -8
+_M_MMAP_THRESHOLD = -3
+
+
+def _mallopt(parameter: int, value: int) -> bool:
+    mallopt = _glibc("mallopt")
+    if mallopt is None:
+        return False
+    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    return bool(mallopt(parameter, value))
 
 
 def limit_malloc_arenas(count: int) -> bool:
     """Cap glibc's malloc arenas (``mallopt(M_ARENA_MAX)``, what ``MALLOC_ARENA_MAX`` sets); False where there
     is no glibc or the cap was refused. Call before threads start: glibc gives each thread that contends for
     an arena one of its own (up to 8 per core), and memory a pass freed stays in that thread's arena."""
-    mallopt = _glibc("mallopt")
-    if mallopt is None:
-        return False
-    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    return bool(mallopt(_M_ARENA_MAX, count))
+    return _mallopt(_M_ARENA_MAX, count)
+
+
+def fix_mmap_threshold(size: int) -> bool:
+    """Serve every block of ``size`` bytes or more by a mapping of its own, unmapped when freed
+    (``mallopt(M_MMAP_THRESHOLD)``, what ``MALLOC_MMAP_THRESHOLD_`` sets); False where there is no glibc or
+    the size was refused. glibc's threshold starts at 128 KiB but rises to the largest mapped block freed
+    (up to 32 MiB): after the first large one, a member's LIST body, a full read's result or a growing
+    dict's table is carved from the heap, and the heap keeps the holes they leave between the blocks that
+    stay. A fixed threshold also keeps the heap's trim threshold at its default."""
+    return _mallopt(_M_MMAP_THRESHOLD, size)
 
 
 def release_free_memory() -> bool:

@@ -5,7 +5,7 @@ Invariants:
 - An informer keeps, per member object, only the canonical JSON of what a ``manifestStatuses`` entry says
   of it (``observed_status``: reflected status and health, ~0.2 KB), so a Work's statuses are rebuilt from
   memory and an object whose status did not change hands out nothing. Its keys' names are interned
-  (``share_names``), as the tracked Works' are: one string per name for the informer, the Works and the
+  (``shared_name_key``), as the tracked Works' are: one string per name for the informer, the Works and the
   index.
 - A round evaluates only the Works that need it: those (re)read from the database this round, those an
   informer saw change (``affected``: an index from member object to Works, kept as Works are tracked and
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -42,7 +42,7 @@ from federation.controllers.status_sightings import (
 )
 from federation.members.client import MemberClient
 from federation.members.errors import MemberError
-from federation.members.informer import Informer, Key, WatchingClient
+from federation.members.informer import Informer, Key, WatchingClient, shared_name_key
 from federation.model.status_interpreter import identifier, manifest_status, observed_status
 
 log = logging.getLogger(__name__)
@@ -81,7 +81,7 @@ class StatusWatches:
         self._informers: dict[tuple[str, Kind], Informer[bytes]] = {}
         # (cluster, kind) → member object → the Work holding it, or the Works when more than one does
         # (one per object as a rule: an int, not a set of one, for each of 10,000s of objects).
-        self._works_of: dict[tuple[str, Kind], dict[Key, int | set[int]]] = {}
+        self._works_of: dict[tuple[str, Kind], dict[Hashable, int | set[int]]] = {}
         self.pending: set[int] = set()
         self._suspects: dict[int, float] = {}  # Work id → when an object of it was first not found
 
@@ -138,7 +138,7 @@ class StatusWatches:
         for kind in kinds:
             if (cluster, kind) not in self._informers:
                 self._informers[(cluster, kind)] = Informer(
-                    client, kind[0], kind[1], SELECTOR, project, self._changed, share_names=True
+                    client, kind[0], kind[1], SELECTOR, project, self._changed, key=shared_name_key
                 ).start()
 
     def retain(self, clusters: set[str]) -> None:

@@ -26,7 +26,7 @@ from collections import Counter
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
-from federation.members.informer import Informer, WatchingClient
+from federation.members.informer import Informer, WatchingClient, joined_key
 from federation.members.summary import (
     ClusterSummary,
     NodeView,
@@ -64,7 +64,8 @@ class ClusterWatch:
     def __init__(self, client: WatchingClient) -> None:
         self.client = client
         self._nodes = _Counted(Informer[NodeView](client, "v1", "Node", ALL, node_view))
-        self._pods = _Counted(Informer[PodView](client, "v1", "Pod", ALL, pod_view))
+        # Pods by one string each (``joined_key``): their keys are never looked up here.
+        self._pods = _Counted(Informer[PodView](client, "v1", "Pod", ALL, pod_view, key=joined_key))
         self._lock = threading.Lock()
 
     def start(self) -> ClusterWatch:

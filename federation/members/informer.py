@@ -7,8 +7,10 @@ Invariants:
 - Equal projections are kept once (``_shared``): a member's objects mostly look alike to a consumer (10,000
   Deployments of one replica, all ready; pods with the same requests), so the cache holds one instance per
   distinct projection, not one per object (``SharedInstances``: projections no object has any more do not
-  pile up). A key's namespace is interned (a member has few); with ``share_names`` its name too, for a
-  consumer that holds the names itself (work status interns its Works'): one string, not one per holder.
+  pile up). An object's key is what its consumer needs (``key``): by default (namespace, name) with the
+  namespace interned (a member has few); ``shared_name_key`` interns the name too, for a consumer that holds
+  the names itself (work status interns its Works': one string, not one per holder); ``joined_key`` is one
+  string, for a consumer that never looks an object up (cluster watch: 30,000 pods' tuples and names).
 - ``synced`` is True once a LIST has been taken in and while the watch that follows it runs. A failure (the
   member unreachable, the stream cut, an ``ERROR`` event) makes it False until the next LIST has been taken
   in, so a consumer reads the cache only while it reflects the member. A 410 (the watch's resourceVersion
@@ -40,6 +42,7 @@ log = logging.getLogger(__name__)
 
 P = TypeVar("P", bound=Hashable)
 Key = tuple[str, str]  # (namespace or "", name)
+KeyOf = Callable[[Mapping[str, Any]], Hashable]  # an object → its key in the cache
 REFUSED = frozenset({403, 404, 405})
 BACKOFF_START_SECONDS = 1.0
 BACKOFF_MAX_SECONDS = 30.0
@@ -77,10 +80,22 @@ class Expired(Exception):
     """The watch's resourceVersion is older than the member keeps: list again."""
 
 
-def key_of(obj: Mapping[str, Any], share_names: bool = False) -> Key:
+def key_of(obj: Mapping[str, Any]) -> Key:
     meta = obj.get("metadata") or {}
-    name = str(meta.get("name") or "")
-    return (sys.intern(str(meta.get("namespace") or "")), sys.intern(name) if share_names else name)
+    return (sys.intern(str(meta.get("namespace") or "")), str(meta.get("name") or ""))
+
+
+def shared_name_key(obj: Mapping[str, Any]) -> Key:
+    """``key_of`` with the name interned too."""
+    namespace, name = key_of(obj)
+    return namespace, sys.intern(name)
+
+
+def joined_key(obj: Mapping[str, Any]) -> str:
+    """ "namespace/name" (or "name"): one string per object instead of a tuple and a name."""
+    meta = obj.get("metadata") or {}
+    namespace, name = meta.get("namespace"), str(meta.get("name") or "")
+    return f"{namespace}/{name}" if namespace else name
 
 
 class Informer(Generic[P]):
@@ -96,19 +111,19 @@ class Informer(Generic[P]):
         on_change: Callable[[], None] = lambda: None,
         *,
         watch_timeout_seconds: int = WATCH_TIMEOUT_SECONDS,
-        share_names: bool = False,
+        key: KeyOf = key_of,
     ) -> None:
         self.client = client
         self.api_version, self.kind, self.selector = api_version, kind, selector
         self._project = project
         self._on_change = on_change
         self._watch_timeout = watch_timeout_seconds
-        self._share_names = share_names
+        self._key = key
         self._lock = threading.Lock()
-        self._cache: dict[Key, P] = {}
+        self._cache: dict[Hashable, P] = {}
         self._shared: SharedInstances[P] = SharedInstances()  # touched by the informer's thread only
         # Key → its projection at the last drain (None: absent then), for the keys changed since.
-        self._changed: dict[Key, P | None] = {}
+        self._changed: dict[Hashable, P | None] = {}
         self._synced = False
         self.refused: MemberError | None = None
         self.error: MemberError | None = None
@@ -126,10 +141,10 @@ class Informer(Generic[P]):
     def alive(self) -> bool:
         return self._thread.is_alive()
 
-    def get(self, key: Key) -> P | None:
+    def get(self, key: Hashable) -> P | None:
         return self._cache.get(key)
 
-    def drain(self) -> dict[Key, tuple[P | None, P | None]]:
+    def drain(self) -> dict[Hashable, tuple[P | None, P | None]]:
         """The keys whose projection changed since the last drain: (projection then, projection now)."""
         with self._lock:
             changed, self._changed = self._changed, {}
@@ -190,11 +205,11 @@ class Informer(Generic[P]):
         self._synced = False
 
     def _list(self) -> str:
-        fresh: dict[Key, P] = {}
+        fresh: dict[Hashable, P] = {}
 
         def take(page: list[dict[str, Any]]) -> None:
             for obj in page:
-                fresh[key_of(obj, self._share_names)] = self._projection(obj)
+                fresh[self._key(obj)] = self._projection(obj)
 
         version = self.client.list_for_watch(self.api_version, self.kind, self.selector, take)
         with self._lock:
@@ -229,7 +244,7 @@ class Informer(Generic[P]):
             version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
             if kind == "BOOKMARK":
                 continue
-            key = key_of(obj, self._share_names)
+            key = self._key(obj)
             with self._lock:
                 if kind == "DELETED":
                     if (held := self._cache.pop(key, None)) is not None:
@@ -242,7 +257,7 @@ class Informer(Generic[P]):
             self._shared.prune(len(self._cache), self._cache.values)
         return version
 
-    def _mark(self, changes: Mapping[Key, P | None]) -> None:
+    def _mark(self, changes: Mapping[Hashable, P | None]) -> None:
         """Under ``_lock``: note changed keys with what they held before (the first change since the last
         drain keeps its own: what the consumer last saw); the consumer is told when it has nothing waiting."""
         if not changes:

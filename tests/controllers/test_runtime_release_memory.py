@@ -13,6 +13,7 @@ from federation.controllers.runtime import (
     ControllerRunner,
     FakeClock,
     Outcome,
+    fix_mmap_threshold,
     limit_malloc_arenas,
     release_free_memory,
 )
@@ -66,6 +67,47 @@ def test_release_free_memory_is_safe_to_call_anywhere() -> None:
 def test_capping_malloc_arenas_is_safe_to_call_anywhere() -> None:
     # glibc accepts the cap (mallopt returns 1); elsewhere there is nothing to cap.
     assert limit_malloc_arenas(2) is _has_mallopt()
+
+
+class _Mallinfo2(ctypes.Structure):
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena",
+            "ordblks",
+            "smblks",
+            "hblks",
+            "hblkhd",
+            "usmblks",
+            "fsmblks",
+            "uordblks",
+            "fordblks",
+        )
+    ]
+
+
+def test_a_fixed_mmap_threshold_maps_large_blocks_even_after_a_larger_one_was_freed() -> None:
+    library = ctypes.util.find_library("c")
+    mallinfo2 = getattr(ctypes.CDLL(library), "mallinfo2", None) if library else None
+    if mallinfo2 is None:
+        assert fix_mmap_threshold(128 * 1024) is _has_mallopt()
+        return
+    mallinfo2.restype = _Mallinfo2
+
+    def mapped_while_held(size: int) -> int:
+        before = mallinfo2().hblkhd
+        block = bytearray(size)  # one malloc of its size: a mapping of its own, or a piece of the heap
+        during = mallinfo2().hblkhd
+        del block
+        return int(during - before)
+
+    assert fix_mmap_threshold(128 * 1024)
+    freed = bytearray(
+        16 * 2**20
+    )  # freeing a mapped block this large raises glibc's own threshold to its size
+    del freed
+    size = mallinfo2().fordblks + 2**20  # more than the heap holds free: the heap must grow, or a mapping
+    assert mapped_while_held(size) >= size  # a mapping: the threshold stayed where it was set
 
 
 def _has_mallopt() -> bool:

@@ -13,7 +13,7 @@ import pytest
 
 from federation.members import informer as informer_module
 from federation.members.errors import MemberError
-from federation.members.informer import Informer
+from federation.members.informer import Informer, joined_key, key_of, shared_name_key
 from federation.shared_instances import SLACK
 from tests.members.helpers import wait_for
 
@@ -202,14 +202,22 @@ def test_a_drain_hands_out_what_the_previous_drain_saw_and_skips_a_change_undone
         informer.stop()
 
 
-def test_names_are_interned_only_for_a_consumer_that_shares_them() -> None:
-    for share_names in (True, False):
-        name = "".join(["web-", str(share_names)])  # built at run time: not interned by the compiler
+def test_keys_are_what_the_consumer_asks_for() -> None:
+    for key, expected in (
+        (key_of, ("ns", "web-1")),
+        (shared_name_key, ("ns", "web-1")),
+        (joined_key, "ns/web-1"),
+    ):
+        name = "".join(["web-", "1"])  # built at run time: not interned by the compiler
         client = ScriptedClient([([obj(name, 1)], 1)])
-        informer = Informer(client, "v1", "Pod", "", phase_of, share_names=share_names).start()
+        informer = Informer(client, "v1", "Pod", "", phase_of, key=key).start()
         try:
             wait_for(lambda informer=informer: informer.synced, what="listed")
-            (key,) = informer.drain()
-            assert (key[1] is sys.intern(f"web-{share_names}")) is share_names
+            assert informer.drain() == {expected: (None, "Running")}
+            assert informer.get(expected) == "Running"
         finally:
             informer.stop()
+    name = "".join(["web-", "2"])
+    assert key_of(obj(name, 1))[1] is not sys.intern("web-2")
+    assert shared_name_key(obj("".join(["web-", "2"]), 1))[1] is sys.intern("web-2")  # one string per name
+    assert joined_key({"metadata": {"name": "node-1"}}) == "node-1"  # cluster-scoped
