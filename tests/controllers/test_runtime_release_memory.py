@@ -9,6 +9,7 @@ import ctypes
 import ctypes.util
 from dataclasses import dataclass
 
+from bench.pipeline_bench.heap import mallinfo  # glibc's own account (mallinfo2), in MB
 from federation.controllers.runtime import (
     ControllerRunner,
     FakeClock,
@@ -69,45 +70,24 @@ def test_capping_malloc_arenas_is_safe_to_call_anywhere() -> None:
     assert limit_malloc_arenas(2) is _has_mallopt()
 
 
-class _Mallinfo2(ctypes.Structure):
-    _fields_ = [
-        (name, ctypes.c_size_t)
-        for name in (
-            "arena",
-            "ordblks",
-            "smblks",
-            "hblks",
-            "hblkhd",
-            "usmblks",
-            "fsmblks",
-            "uordblks",
-            "fordblks",
-        )
-    ]
-
-
 def test_a_fixed_mmap_threshold_maps_large_blocks_even_after_a_larger_one_was_freed() -> None:
-    library = ctypes.util.find_library("c")
-    mallinfo2 = getattr(ctypes.CDLL(library), "mallinfo2", None) if library else None
-    if mallinfo2 is None:
+    mb = 2**20
+    if not mallinfo():  # no glibc (or one older than mallinfo2): nothing to fix, nothing to read
         assert fix_mmap_threshold(128 * 1024) is _has_mallopt()
         return
-    mallinfo2.restype = _Mallinfo2
 
-    def mapped_while_held(size: int) -> int:
-        before = mallinfo2().hblkhd
+    def mapped_while_held(size: int) -> float:
+        before = mallinfo()["mmapped"]
         block = bytearray(size)  # one malloc of its size: a mapping of its own, or a piece of the heap
-        during = mallinfo2().hblkhd
+        during = mallinfo()["mmapped"]
         del block
-        return int(during - before)
+        return (during - before) * mb
 
     assert fix_mmap_threshold(128 * 1024)
-    freed = bytearray(
-        16 * 2**20
-    )  # freeing a mapped block this large raises glibc's own threshold to its size
+    freed = bytearray(16 * mb)  # freeing a mapped block this large raises glibc's own threshold to its size
     del freed
-    size = mallinfo2().fordblks + 2**20  # more than the heap holds free: the heap must grow, or a mapping
-    assert mapped_while_held(size) >= size  # a mapping: the threshold stayed where it was set
+    size = int(mallinfo()["free"] * mb) + mb  # more than the heap holds free: it must grow, or map the block
+    assert mapped_while_held(size) >= size  # mapped: the threshold stayed where it was set
 
 
 def _has_mallopt() -> bool:
