@@ -74,7 +74,7 @@ class ChangeFeed:
         self._pending_mark = None  # a pass that failed before ``commit`` left nothing behind
         self._pending_rows = {}
         if self._pending_full:
-            self._delivered.clear()  # the safety net hands out every row, whatever was handled before
+            self._forget_delivered()  # the safety net hands out every row, whatever was handled before
         return self.bound(now)
 
     def bound(self, now: datetime) -> datetime | None:
@@ -138,7 +138,7 @@ class ChangeFeed:
     def _forget_unreadable(self) -> None:
         """Drop the rows no pass can re-read before the next full one (stamped at or before the window)."""
         if self._watermark is None:
-            self._delivered.clear()
+            self._forget_delivered()
             return
         floor = self._watermark - self.overlap
         stale = [key for key, (stamp, _) in self._delivered.items() if stamp <= floor]
@@ -148,8 +148,12 @@ class ChangeFeed:
             # Rebuilt once it holds a quarter of its largest size: a dict never shrinks its table, and one
             # full pass hands out every row (30,000 Works: ~1.3 MB a feed, held for good once the window had
             # emptied it).
-            self._delivered = dict(self._delivered.items())
+            self._delivered = dict(self._delivered.items())  # inserted one by one: a table of its own size
             self._largest = len(self._delivered)
+
+    def _forget_delivered(self) -> None:
+        self._delivered = {}
+        self._largest = 0
 
     def checkpoint(self) -> dict[str, str | None] | None:
         """What ``resume`` needs, once a full pass committed (before that a successor could skip nothing).
@@ -169,14 +173,14 @@ class ChangeFeed:
         if last_full is None:
             raise ValueError("a checkpoint without its last full pass")
         self._watermark, self._moved_at, self._last_full = watermark, moved_at, last_full
-        self._delivered.clear()
+        self._forget_delivered()
 
     def reset(self) -> None:
         """Forget everything: the next pass reads every row (e.g. after losing and regaining leadership)."""
         self._watermark = None
         self._moved_at = None
         self._last_full = None
-        self._delivered.clear()
+        self._forget_delivered()
 
 
 def _iso(at: datetime | None) -> str | None:
